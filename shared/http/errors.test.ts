@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest'
+import { AppError, toAppError } from './errors'
+
+describe('AppError', () => {
+  it('renders the OpenAI error shape with the request id', async () => {
+    const res = new AppError(400, 'invalid_temperature', 'temperature must be between 0 and 2 (got 3.5)', {
+      param: 'temperature',
+    }).toResponse('req_1')
+    expect(res.status).toBe(400)
+    expect(res.headers.get('x-request-id')).toBe('req_1')
+    expect(await res.json()).toEqual({
+      error: {
+        message: 'temperature must be between 0 and 2 (got 3.5)',
+        type: 'invalid_request_error',
+        param: 'temperature',
+        code: 'invalid_temperature',
+      },
+    })
+  })
+
+  it('never leaks the internal message of an unknown error', async () => {
+    const res = toAppError(new Error('connection to 10.0.0.3 refused')).toResponse()
+    expect(res.status).toBe(500)
+    expect(await res.text()).not.toContain('10.0.0.3')
+  })
+})

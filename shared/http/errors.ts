@@ -1,0 +1,109 @@
+/**
+ * One error type for every worker. `AppError` carries the public status, a stable
+ * machine code and a message that tells the caller what was wrong and how to fix it.
+ * `internalMessage` is for logs only and never reaches a client.
+ *
+ * Public body (OpenAI shape, used on every route family):
+ *   {"error":{"message","type","param","code"}}
+ * Routes that must answer with the spec's action-required shape (402/403/429 with
+ * `svc_upgrade`) pass `extraBody`, which is merged beside `error`.
+ */
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'request_too_large'
+  | 'unsupported_media_type'
+  | 'insufficient_quota'
+  | 'rate_limit_error'
+  | 'upstream_error'
+  | 'service_unavailable'
+  | 'api_error'
+
+const TYPE_BY_STATUS: Record<number, ErrorType> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'insufficient_quota',
+  403: 'permission_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  409: 'conflict_error',
+  413: 'request_too_large',
+  415: 'unsupported_media_type',
+  422: 'invalid_request_error',
+  429: 'rate_limit_error',
+  502: 'upstream_error',
+  503: 'service_unavailable',
+  504: 'upstream_error',
+}
+
+export function errorTypeFor(status: number): ErrorType {
+  return TYPE_BY_STATUS[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error')
+}
+
+export interface AppErrorOptions {
+  /** The request field the error is about (OpenAI's `param`). */
+  param?: string | null
+  /** Overrides the type derived from the status. */
+  type?: ErrorType
+  /** For logs only; never sent to a client. */
+  internalMessage?: string
+  cause?: unknown
+  headers?: Record<string, string>
+  /** Properties placed beside `error` in the body (e.g. `svc_upgrade`). */
+  extraBody?: Record<string, unknown>
+}
+
+export class AppError extends Error {
+  readonly status: number
+  readonly code: string
+  readonly param: string | null
+  readonly type: ErrorType
+  readonly internalMessage: string | undefined
+  readonly headers: Record<string, string>
+  readonly extraBody: Record<string, unknown> | undefined
+
+  constructor(status: number, code: string, message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'AppError'
+    this.status = status
+    this.code = code
+    this.param = options.param ?? null
+    this.type = options.type ?? errorTypeFor(status)
+    this.internalMessage = options.internalMessage
+    this.headers = options.headers ?? {}
+    this.extraBody = options.extraBody
+  }
+
+  toBody(): Record<string, unknown> {
+    return {
+      error: { message: this.message, type: this.type, param: this.param, code: this.code },
+      ...this.extraBody,
+    }
+  }
+
+  toResponse(requestId?: string): Response {
+    const headers = new Headers(this.headers)
+    headers.set('content-type', 'application/json')
+    if (requestId) headers.set('x-request-id', requestId)
+    return new Response(JSON.stringify(this.toBody()), { status: this.status, headers })
+  }
+}
+
+/** Turns anything thrown into an AppError; unknown errors become an opaque 500. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err
+  const internal = err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+  return new AppError(
+    500,
+    'internal_error',
+    'The server hit an unexpected error. Retry the request; if it keeps failing, contact support with the x-request-id of the response.',
+    { internalMessage: internal, cause: err },
+  )
+}
+
+export const badRequest = (code: string, message: string, param?: string) =>
+  new AppError(400, code, message, { param: param ?? null })
