@@ -1,0 +1,295 @@
+/**
+ * POST /svc/chat/completions: request and response schemas (spec 000, "Chat completion
+ * request/response"), plus the OpenAI request fields real clients send.
+ *
+ * - The spec's rules: role ∈ system|user|assistant|tool, content a string or an array of parts,
+ *   at least 1 message, model a model alias, max_tokens an integer >= 1, temperature 0..2,
+ *   reasoning_effort ∈ low|medium|high|xhigh|max|ultracode, stream a boolean.
+ * - OpenAI fields are validated with OpenAI's limits. An assistant message that carries
+ *   tool_calls may have null/absent content (what the SDK echoes back); a tool message needs
+ *   tool_call_id.
+ * - The request object is open (the spec does not close it): unknown top-level fields are
+ *   dropped, never forwarded upstream.
+ * - Any problem becomes ONE 400 AppError, code `invalid_request_body`, whose message names the
+ *   field path, the rule and the value received, and whose `param` is the field path:
+ *   "temperature must be between 0 and 2 (got 3.5)".
+ */
+import { z } from 'zod'
+import { MODEL_ALIASES } from '../../../shared/catalog/model-aliases'
+import { AppError } from '../../../shared/http/errors'
+import { CHAT_ROLES, ChatCompletionChunkSchema, REASONING_EFFORTS } from '../../../shared/providers/chat-wire'
+
+const between = (min: number, max: number) => ({ error: `must be between ${min} and ${max}` })
+const intAtLeast = (min: number) => z.int({ error: `must be an integer >= ${min}` }).min(min, { error: `must be an integer >= ${min}` })
+const oneOf = (values: readonly string[]) => ({ error: `must be one of ${values.join(', ')}` })
+
+const TextPart = z.object({ type: z.literal('text'), text: z.string() })
+const ImagePart = z.object({
+  type: z.literal('image_url'),
+  image_url: z.object({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
+})
+const AudioPart = z.object({
+  type: z.literal('input_audio'),
+  input_audio: z.object({ data: z.string().min(1), format: z.enum(['wav', 'mp3']) }),
+})
+const FilePart = z.object({
+  type: z.literal('file'),
+  file: z.object({ file_data: z.string().optional(), file_id: z.string().optional(), filename: z.string().optional() }),
+})
+const RefusalPart = z.object({ type: z.literal('refusal'), refusal: z.string() })
+export const ContentPartSchema = z.discriminatedUnion('type', [TextPart, ImagePart, AudioPart, FilePart, RefusalPart])
+
+const ContentSchema = z.union([z.string(), z.array(ContentPartSchema)], {
+  error: 'must be a string or an array of content parts',
+})
+
+const FunctionName = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,64}$/, { error: 'must be 1-64 letters, digits, "_" or "-"' })
+
+const ToolCallSchema = z.object({
+  id: z.string().min(1),
+  type: z.literal('function'),
+  function: z.object({ name: FunctionName, arguments: z.string() }),
+})
+
+export const ChatMessageSchema = z
+  .object({
+    role: z.enum(CHAT_ROLES, oneOf(CHAT_ROLES)),
+    content: ContentSchema.nullish(),
+    name: z.string().min(1).max(64).optional(),
+    tool_call_id: z.string().min(1).optional(),
+    tool_calls: z.array(ToolCallSchema).optional(),
+    // Present when a client echoes back a response message; accepted and not forwarded.
+    refusal: z.string().nullish(),
+    annotations: z.array(z.unknown()).optional(),
+  })
+  .superRefine((message, ctx) => {
+    const carriesToolCalls = message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0
+    if ((message.content === undefined || message.content === null) && !carriesToolCalls) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['content'],
+        input: message.content,
+        message:
+          message.content === null
+            ? 'must be a string or an array of content parts (null is only allowed on assistant messages with tool_calls)'
+            : 'is required',
+      })
+    }
+    if (message.role === 'tool' && message.tool_call_id === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['tool_call_id'], input: undefined, message: 'is required on tool messages' })
+    }
+    if (message.tool_calls !== undefined && message.role !== 'assistant') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tool_calls'],
+        input: message.tool_calls,
+        message: 'is only allowed on assistant messages',
+      })
+    }
+  })
+  .transform(({ refusal: _refusal, annotations: _annotations, ...message }) => message)
+
+const FunctionToolSchema = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: FunctionName,
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullish(),
+  }),
+})
+
+const ToolChoiceSchema = z.union(
+  [
+    z.enum(['none', 'auto', 'required']),
+    z.object({ type: z.literal('function'), function: z.object({ name: FunctionName }) }),
+  ],
+  { error: 'must be "none", "auto", "required" or {"type":"function","function":{"name":...}}' },
+)
+
+const ResponseFormatSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }),
+  z.object({ type: z.literal('json_object') }),
+  z.object({
+    type: z.literal('json_schema'),
+    json_schema: z.object({
+      name: FunctionName,
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+])
+
+const Penalty = z.number(between(-2, 2)).min(-2, between(-2, 2)).max(2, between(-2, 2)).nullish()
+
+export const ChatCompletionRequestSchema = z
+  .object({
+    model: z.enum(MODEL_ALIASES, oneOf(MODEL_ALIASES)),
+    messages: z
+      .array(ChatMessageSchema, { error: 'must be an array of messages' })
+      .min(1, { error: 'must contain at least 1 message' }),
+    stream: z.boolean().optional(),
+    stream_options: z
+      .object({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() })
+      .nullish(),
+    max_tokens: intAtLeast(1).optional(),
+    max_completion_tokens: intAtLeast(1).optional(),
+    temperature: z.number(between(0, 2)).min(0, between(0, 2)).max(2, between(0, 2)).nullish(),
+    top_p: z.number(between(0, 1)).min(0, between(0, 1)).max(1, between(0, 1)).nullish(),
+    reasoning_effort: z.enum(REASONING_EFFORTS, oneOf(REASONING_EFFORTS)).optional(),
+    n: z.int(between(1, 128)).min(1, between(1, 128)).max(128, between(1, 128)).optional(),
+    seed: z.int({ error: 'must be an integer' }).optional(),
+    stop: z.union([z.string(), z.array(z.string()).max(4)], { error: 'must be a string or an array of up to 4 strings' }).nullish(),
+    presence_penalty: Penalty,
+    frequency_penalty: Penalty,
+    logit_bias: z.record(z.string(), z.number().min(-100).max(100)).nullish(),
+    logprobs: z.boolean().nullish(),
+    top_logprobs: z.int(between(0, 20)).min(0, between(0, 20)).max(20, between(0, 20)).nullish(),
+    tools: z.array(FunctionToolSchema).max(128).optional(),
+    tool_choice: ToolChoiceSchema.optional(),
+    parallel_tool_calls: z.boolean().optional(),
+    response_format: ResponseFormatSchema.optional(),
+    user: z.string().max(256).optional(),
+    metadata: z
+      .record(z.string().max(64), z.string().max(512))
+      .refine((m) => Object.keys(m).length <= 16, { error: 'must have at most 16 keys' })
+      .nullish(),
+  })
+  .superRefine((request, ctx) => {
+    const toolNames = new Set((request.tools ?? []).map((tool) => tool.function.name))
+    const choice = request.tool_choice
+    if (choice !== undefined && choice !== 'none' && toolNames.size === 0) {
+      ctx.addIssue({ code: 'custom', path: ['tool_choice'], input: choice, message: 'is only allowed when tools are given' })
+    }
+    if (typeof choice === 'object' && toolNames.size > 0 && !toolNames.has(choice.function.name)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tool_choice', 'function', 'name'],
+        input: choice.function.name,
+        message: 'must name one of the tools given',
+      })
+    }
+    if (request.top_logprobs !== undefined && request.top_logprobs !== null && request.logprobs !== true) {
+      ctx.addIssue({ code: 'custom', path: ['top_logprobs'], input: request.top_logprobs, message: 'requires logprobs: true' })
+    }
+  })
+
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>
+export type ChatMessage = z.infer<typeof ChatMessageSchema>
+
+// ---------------------------------------------------------------------------------------------
+// Validation errors
+
+type Issue = z.core.$ZodIssue
+type RawIssue = z.core.$ZodRawIssue
+
+function ruleFor(issue: RawIssue): string {
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (issue.input === undefined) return 'is required'
+      const expected = String(issue.expected)
+      if (expected === 'int') return 'must be an integer'
+      if (expected === 'object') return issue.path?.length ? 'must be an object' : 'must be a JSON object'
+      if (expected === 'boolean') return 'must be a boolean (true or false)'
+      return `must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}`
+    }
+    case 'too_small': {
+      const min = Number(issue.minimum)
+      if (issue.origin === 'array') return `must contain at least ${min} item${min === 1 ? '' : 's'}`
+      if (issue.origin === 'string') return `must be at least ${min} character${min === 1 ? '' : 's'} long`
+      return `must be ${issue.inclusive === false ? '>' : '>='} ${min}`
+    }
+    case 'too_big': {
+      const max = Number(issue.maximum)
+      if (issue.origin === 'array') return `must contain at most ${max} item${max === 1 ? '' : 's'}`
+      if (issue.origin === 'string') return `must be at most ${max} character${max === 1 ? '' : 's'} long`
+      return `must be ${issue.inclusive === false ? '<' : '<='} ${max}`
+    }
+    case 'invalid_value':
+      return issue.values.length === 1
+        ? `must be ${JSON.stringify(issue.values[0])}`
+        : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
+    case 'invalid_format':
+      return issue.format === 'regex' ? `must match ${String(issue.pattern)}` : `must be a valid ${issue.format}`
+    case 'unrecognized_keys':
+      return `has unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.join(', ')}`
+    case 'invalid_union':
+      return issue.discriminator && Array.isArray(issue.options)
+        ? `must be one of ${(issue.options as unknown[]).map((o) => JSON.stringify(o)).join(', ')}`
+        : 'does not match any allowed form'
+    default:
+      return 'is invalid'
+  }
+}
+
+/** Follows a union error into the branch the value was meant for (e.g. a bad content part). */
+function innermost(issue: Issue, basePath: readonly PropertyKey[]): { issue: Issue; path: PropertyKey[] } {
+  const path = [...basePath, ...issue.path]
+  if (issue.code !== 'invalid_union' || issue.discriminator || issue.errors.length === 0) return { issue, path }
+  const meant = issue.errors.find(
+    (branch) => branch.length > 0 && !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0),
+  )
+  const first = meant?.[0]
+  return first ? innermost(first, path) : { issue, path }
+}
+
+function pathLabel(path: readonly PropertyKey[]): string {
+  return path
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`))
+    .join('')
+}
+
+function describeValue(value: unknown): string {
+  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : `an array of ${value.length} items`
+  if (value !== null && typeof value === 'object') return 'an object'
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text
+}
+
+/** ONE 400 for the first problem: "<path> <rule> (got <value>)", `param` = the path. */
+export function chatRequestError(error: z.ZodError): AppError {
+  const first = error.issues[0]
+  if (!first) return new AppError(400, 'invalid_request_body', 'The request body is invalid.')
+  const { issue, path } = innermost(first, [])
+  let received: unknown = issue.input
+  if (issue.code === 'invalid_union' && issue.discriminator && received && typeof received === 'object') {
+    received = (received as Record<string, unknown>)[issue.discriminator]
+  }
+  const label = path.length === 0 ? 'The request body' : pathLabel(path)
+  const missing = issue.code === 'invalid_type' && received === undefined
+  const rule = missing ? 'is required' : issue.message
+  const got = received === undefined ? '' : ` (got ${describeValue(received)})`
+  return new AppError(400, 'invalid_request_body', `${label} ${rule}${got}`, {
+    param: path.length === 0 ? null : pathLabel(path),
+  })
+}
+
+/** Validates a parsed JSON body; throws the 400 above. */
+export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest {
+  const result = ChatCompletionRequestSchema.safeParse(body, { reportInput: true, error: ruleFor })
+  if (!result.success) throw chatRequestError(result.error)
+  return result.data
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+/** The spec's chat completion response: the six fields required, extra top-level fields allowed. */
+export const ChatCompletionResponseSchema = z
+  .object({
+    id: z.string(),
+    object: z.literal('chat.completion'),
+    created: z.int(),
+    model: z.string(),
+    choices: z.array(z.record(z.string(), z.unknown())),
+    usage: z.record(z.string(), z.unknown()),
+  })
+  .loose()
+export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponseSchema>
+
+/** One SSE chunk of a streamed completion (`object: "chat.completion.chunk"`). */
+export { ChatCompletionChunkSchema }
+export type { ChatCompletionChunk } from '../../../shared/providers/chat-wire'

@@ -1,0 +1,137 @@
+/**
+ * API key authentication. Keys are looked up by their SHA-256 (indexed) and compared in
+ * constant time; revoked keys are refused. Results are cached per isolate for a short TTL
+ * (API_KEY_CACHE_TTL_SECONDS, default 30) so a hot key costs no database round trip; unknown
+ * and revoked keys are cached too, so guessing floods do not reach the database. A revocation
+ * therefore takes effect everywhere within one TTL. `last_used_at` is written off the request
+ * path, at most once a minute per key and isolate.
+ */
+import { eq } from 'drizzle-orm'
+import { apiKeyMode, digestsEqual, hashApiKey } from '../../../shared/auth/api-keys'
+import { openDatabase } from '../../../shared/db/client'
+import { apiKeys, tenants } from '../../../shared/db/schema'
+import { AppError } from '../../../shared/http/errors'
+import type { Identity } from '../../../shared/worker/request-context'
+import type { GatewayEnv } from './gateway.context'
+
+interface CacheEntry {
+  identity: Identity | null
+  reason: 'unknown' | 'revoked' | null
+  expiresAt: number
+}
+
+const MAX_ENTRIES = 10_000
+const TOUCH_INTERVAL_MS = 60_000
+const cache = new Map<string, CacheEntry>()
+const lastTouched = new Map<string, number>()
+
+export function clearApiKeyCache(): void {
+  cache.clear()
+  lastTouched.clear()
+}
+
+function ttlMs(env: GatewayEnv): number {
+  const seconds = Number(env.API_KEY_CACHE_TTL_SECONDS ?? '30')
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 30_000
+}
+
+function remember(hash: string, entry: CacheEntry): void {
+  if (cache.size >= MAX_ENTRIES) {
+    const oldest = cache.keys().next().value
+    if (oldest !== undefined) cache.delete(oldest)
+  }
+  cache.set(hash, entry)
+}
+
+function refuse(reason: 'unknown' | 'revoked'): never {
+  throw reason === 'revoked'
+    ? new AppError(401, 'revoked_api_key', 'This API key has been revoked. Create a new key in your workspace.')
+    : new AppError(401, 'invalid_api_key', 'The API key is not valid. Check that you copied the whole key.')
+}
+
+function touch(env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, keyId: string, now: number): void {
+  const last = lastTouched.get(keyId) ?? 0
+  if (now - last < TOUCH_INTERVAL_MS) return
+  lastTouched.set(keyId, now)
+  ctx.waitUntil(
+    (async () => {
+      const database = openDatabase(env, { max: 1 })
+      try {
+        await database.db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(eq(apiKeys.id, keyId))
+      } catch (err) {
+        console.error(JSON.stringify({ level: 'warn', event: 'api_key_touch_failed', detail: String(err) }))
+      } finally {
+        await database.close()
+      }
+    })(),
+  )
+}
+
+export async function authenticateApiKey(key: string, env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>): Promise<Identity> {
+  const mode = apiKeyMode(key)
+  if (!mode) refuse('unknown')
+  const hash = await hashApiKey(key)
+  const now = Date.now()
+  const hit = cache.get(hash)
+  if (hit && hit.expiresAt > now) {
+    if (!hit.identity) refuse(hit.reason ?? 'unknown')
+    if (hit.identity.principal.kind === 'api_key') touch(env, ctx, hit.identity.principal.keyId, now)
+    return hit.identity
+  }
+
+  const database = openDatabase(env, { max: 1 })
+  let row: {
+    id: string
+    tenantId: string
+    mode: 'live' | 'test'
+    role: 'owner' | 'admin' | 'member'
+    scopes: string[]
+    keyHash: string
+    revokedAt: Date | null
+    planId: string
+  } | undefined
+  try {
+    ;[row] = await database.db
+      .select({
+        id: apiKeys.id,
+        tenantId: apiKeys.tenantId,
+        mode: apiKeys.mode,
+        role: apiKeys.role,
+        scopes: apiKeys.scopes,
+        keyHash: apiKeys.keyHash,
+        revokedAt: apiKeys.revokedAt,
+        planId: tenants.planId,
+      })
+      .from(apiKeys)
+      .innerJoin(tenants, eq(tenants.id, apiKeys.tenantId))
+      .where(eq(apiKeys.keyHash, hash))
+      .limit(1)
+  } catch (err) {
+    throw new AppError(503, 'credential_store_unavailable', 'Credentials cannot be verified right now; retry shortly.', {
+      internalMessage: `api key lookup failed: ${String(err)}`,
+      headers: { 'retry-after': '1' },
+    })
+  } finally {
+    ctx.waitUntil(database.close())
+  }
+
+  const expiresAt = now + ttlMs(env)
+  if (!row || !digestsEqual(row.keyHash, hash) || row.mode !== mode) {
+    remember(hash, { identity: null, reason: 'unknown', expiresAt })
+    refuse('unknown')
+  }
+  if (row.revokedAt) {
+    remember(hash, { identity: null, reason: 'revoked', expiresAt })
+    refuse('revoked')
+  }
+  const identity: Identity = {
+    tenantId: row.tenantId,
+    principal: { kind: 'api_key', keyId: row.id, mode: row.mode },
+    role: row.role,
+    planId: row.planId,
+    scopes: row.scopes,
+  }
+  remember(hash, { identity, reason: null, expiresAt })
+  touch(env, ctx, row.id, now)
+  return identity
+}

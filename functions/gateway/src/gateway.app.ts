@@ -1,0 +1,179 @@
+/**
+ * The front gateway: the only routable worker. For every request: request id, CORS, route
+ * lookup, credential and tenant checks, body rules, then the family worker over its service
+ * binding with a typed request context. Errors are rendered by one handler.
+ */
+import { Hono } from 'hono'
+import { isJsonContentType } from '../../../shared/http/body'
+import { formatBytes } from '../../../shared/http/body'
+import { AppError, toAppError } from '../../../shared/http/errors'
+import { FAMILY_BINDING, type RouteSpec, RouteTable } from '../../../shared/routing/route-table'
+import { logError } from '../../../shared/worker/family-app'
+import type { Identity, RequestContext } from '../../../shared/worker/request-context'
+import { authenticate } from './authenticate'
+import { allowedOrigin, applyCors, preflight } from './cors'
+import type { GatewayApp, GatewayEnv } from './gateway.context'
+import { healthRoutes } from './health'
+import { docsRoutes } from './openapi'
+import { requestIdFor } from './request-id'
+
+const routes = new RouteTable()
+
+function checkTenant(identity: Identity, request: Request, url: URL): void {
+  const claimed = request.headers.get('x-svc-tenant') ?? url.searchParams.get('tenantId')
+  if (claimed !== null && claimed !== identity.tenantId) {
+    throw new AppError(
+      403,
+      'tenant_mismatch',
+      `This request names tenant "${claimed}" (x-svc-tenant or tenantId), but the credential belongs to tenant "${identity.tenantId}". Remove it or use a credential of that tenant.`,
+      { param: request.headers.has('x-svc-tenant') ? 'x-svc-tenant' : 'tenantId' },
+    )
+  }
+}
+
+const OTLP_TYPES = new Set([
+  'application/json',
+  'application/x-protobuf',
+  'application/protobuf',
+  'application/octet-stream',
+  'application/grpc',
+  'application/grpc+proto',
+  'application/x-google-protobuf',
+])
+
+function checkBody(route: RouteSpec, request: Request): void {
+  const rule = route.body
+  if (!rule) return
+  const length = request.headers.get('content-length')
+  if (length !== null && Number(length) > rule.maxBytes) {
+    throw new AppError(
+      413,
+      'request_too_large',
+      `The request body is ${formatBytes(Number(length))}; ${route.method} ${route.path} accepts at most ${formatBytes(rule.maxBytes)}.`,
+    )
+  }
+  const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
+  if (!hasBody) return
+  const type = request.headers.get('content-type')
+  const base = type?.split(';', 1)[0]!.trim().toLowerCase() ?? ''
+  const ok =
+    rule.kind === 'json'
+      ? isJsonContentType(type)
+      : rule.kind === 'multipart'
+        ? base === 'multipart/form-data'
+        : rule.kind === 'otlp'
+          ? OTLP_TYPES.has(base) || base.startsWith('application/grpc')
+          : true
+  if (!ok) {
+    const expected =
+      rule.kind === 'json'
+        ? 'application/json'
+        : rule.kind === 'multipart'
+          ? 'multipart/form-data'
+          : 'an OTLP content type (application/x-protobuf or application/json)'
+    throw new AppError(
+      415,
+      'unsupported_media_type',
+      `${route.method} ${route.path} takes ${expected}; got ${type ?? 'no Content-Type'}.`,
+    )
+  }
+}
+
+function decorate(response: Response, requestId: string, origin: string | null): Response {
+  let res = response
+  try {
+    res.headers.set('x-request-id', requestId)
+  } catch {
+    res = new Response(response.body, response)
+    res.headers.set('x-request-id', requestId)
+  }
+  if (origin) applyCors(res.headers, origin)
+  return res
+}
+
+async function forward(
+  route: RouteSpec,
+  request: Request,
+  env: GatewayEnv,
+  context: RequestContext,
+): Promise<Response> {
+  const family = env[FAMILY_BINDING[route.family]]
+  return family.serve(request, context)
+}
+
+export const gatewayApp = new Hono<GatewayApp>()
+
+gatewayApp.use(async (c, next) => {
+  const requestId = requestIdFor(c.req.header('x-request-id') ?? null)
+  c.set('requestId', requestId)
+  c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || new URL(c.req.url).origin)
+  await next()
+  c.res = decorate(c.res, requestId, allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS))
+})
+
+gatewayApp.onError((err, c) => {
+  const requestId = c.get('requestId') ?? requestIdFor(null)
+  const appError = toAppError(err)
+  logError(requestId, appError)
+  const res = appError.toResponse(requestId)
+  const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
+  if (origin) applyCors(res.headers, origin)
+  if (appError.status === 401 && !res.headers.has('www-authenticate')) {
+    const path = new URL(c.req.url).pathname
+    res.headers.set(
+      'www-authenticate',
+      path === '/mcp'
+        ? `Bearer resource_metadata="${c.get('baseUrl')}/.well-known/oauth-protected-resource/mcp"`
+        : 'Bearer realm="svc"',
+    )
+  }
+  return res
+})
+
+gatewayApp.route('/', healthRoutes)
+gatewayApp.route('/', docsRoutes)
+
+gatewayApp.all('*', async (c) => {
+  const request = c.req.raw
+  const requestId = c.get('requestId')
+  if (request.method === 'OPTIONS') {
+    return preflight(request, allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS), requestId)
+  }
+  const url = new URL(request.url)
+  const lookup = routes.lookup(request.method, url.pathname)
+
+  if (lookup.kind === 'match' && lookup.match.route.access === 'public') {
+    checkBody(lookup.match.route, request)
+    return forward(lookup.match.route, request, c.env, {
+      requestId,
+      identity: null,
+      maxBodyBytes: lookup.match.route.body?.maxBytes ?? 0,
+      baseUrl: c.get('baseUrl'),
+    })
+  }
+  if (lookup.kind === 'method_not_allowed' && lookup.public) throw methodNotAllowed(request.method, url, lookup.allow)
+
+  const identity = await authenticate(request, c.env, c.executionCtx)
+  checkTenant(identity, request, url)
+
+  if (lookup.kind === 'not_found') {
+    throw new AppError(404, 'not_found', `No endpoint at ${url.pathname}. See ${c.get('baseUrl')}/openapi.json for the API.`)
+  }
+  if (lookup.kind === 'method_not_allowed') throw methodNotAllowed(request.method, url, lookup.allow)
+
+  const route = lookup.match.route
+  checkBody(route, request)
+  return forward(route, request, c.env, {
+    requestId,
+    identity,
+    maxBodyBytes: route.body?.maxBytes ?? 0,
+    baseUrl: c.get('baseUrl'),
+  })
+})
+
+function methodNotAllowed(method: string, url: URL, allow: string[]): AppError {
+  const allowed = allow.includes('GET') ? [...allow, 'HEAD'] : allow
+  return new AppError(405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}; use ${allowed.join(' or ')}.`, {
+    headers: { allow: [...allowed, 'OPTIONS'].join(', ') },
+  })
+}

@@ -1,0 +1,5 @@
+import { gatewayApp } from './gateway.app'
+
+export default {
+  fetch: gatewayApp.fetch,
+} satisfies ExportedHandler<import('./gateway.context').GatewayEnv>

@@ -1,0 +1,43 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
+import { feedback } from '../../../shared/db/schema'
+import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { withDatabase } from './database'
+import { AnyJsonObject, FeedbackReceiptSchema } from './knowledge.schemas'
+import type { KnowledgeEnv } from './knowledge.context'
+
+export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/svc/feedback',
+      tags: ['Knowledge'],
+      summary: 'Send feedback (any JSON object); stored for the tenant',
+      request: { body: { required: true, content: { 'application/json': { schema: AnyJsonObject } } } },
+      responses: {
+        200: { description: 'Accepted', content: { 'application/json': { schema: FeedbackReceiptSchema } } },
+      },
+    }),
+    async (c) => {
+      const identity = identityOf(c)
+      const body = c.req.valid('json')
+      const subject = identity.principal.kind === 'api_key' ? null : identity.principal.subject
+      const row = await withDatabase(c, async (db) => {
+        const [inserted] = await db
+          .insert(feedback)
+          .values({
+            tenantId: identity.tenantId,
+            apiKeyId: identity.principal.kind === 'api_key' ? identity.principal.keyId : null,
+            subject,
+            body,
+            requestId: c.get('request').requestId,
+          })
+          .returning({ id: feedback.id, createdAt: feedback.createdAt })
+        return inserted!
+      })
+      return c.json(
+        { id: row.id, object: 'feedback' as const, status: 'accepted' as const, created_at: row.createdAt.toISOString() },
+        200,
+      )
+    },
+  )
+}

@@ -1,0 +1,3 @@
+import type { DatabaseEnv } from '../../../shared/db/client'
+
+export type KnowledgeEnv = DatabaseEnv

@@ -1,0 +1,7 @@
+import { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
+import { mcpApp } from './mcp.app'
+import type { McpEnv } from './protected-resource'
+
+export default class McpWorker extends FamilyEntrypoint<McpEnv> {
+  protected readonly app = mcpApp
+}

@@ -1,0 +1,117 @@
+/**
+ * The whole product on one machine: Postgres (embedded PGlite, or the server named by
+ * DATABASE_URL) behind the WebSocket bridge, migrations and the seeded development workspace,
+ * then every worker in one Miniflare (workerd) runtime with the gateway listening on HOST:PORT.
+ * Only the gateway gets a socket; the families are reachable only through its service bindings.
+ */
+import { mkdirSync } from 'node:fs'
+import path from 'node:path'
+import { convertV4MiniflareOptions, type LegacyWorkerOptions, Log, LogLevel, Miniflare } from 'miniflare'
+import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
+import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
+import { runMigrations } from './db/migrate.ts'
+import { type DevCredentials, seedDevelopment } from './db/seed.ts'
+import { startWsBridge } from './db/ws-bridge.ts'
+import { ROOT, bundleWorker, workerConfigPaths } from './workers.ts'
+
+export interface StackOptions {
+  host: string
+  port: number
+  dataDir: string
+  /** A real PostgreSQL (or Neon) URL; unset = embedded PGlite under dataDir. */
+  databaseUrl?: string
+  /** Extra bindings (vars/secrets) given to every worker, e.g. provider configuration. */
+  bindings?: Record<string, string>
+  logLevel?: LogLevel
+}
+
+export interface Stack {
+  baseUrl: string
+  credentials: DevCredentials
+  database: { kind: 'embedded' | 'external'; bridgeUrl: string | null }
+  miniflare: Miniflare
+  stop(): Promise<void>
+}
+
+function isNeon(url: string): boolean {
+  return /\.neon\.tech(:\d+)?\//.test(url) || /\.neon\.build/.test(url)
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const stops: (() => Promise<void>)[] = []
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch(() => {})
+  }
+  try {
+    mkdirSync(options.dataDir, { recursive: true })
+
+    // 1. Postgres behind the WebSocket bridge (Neon needs no bridge: it runs its own proxy).
+    let databaseUrl: string
+    let bridgeUrl: string | null = null
+    let kind: 'embedded' | 'external' = 'external'
+    if (options.databaseUrl && isNeon(options.databaseUrl)) {
+      databaseUrl = options.databaseUrl
+    } else {
+      let target: { host: string; port: number }
+      if (options.databaseUrl) {
+        const u = new URL(options.databaseUrl)
+        target = { host: u.hostname, port: Number(u.port || 5432) }
+        databaseUrl = options.databaseUrl
+      } else {
+        kind = 'embedded'
+        const pg = await startEmbeddedPostgres({ dataDir: path.join(options.dataDir, 'pglite') })
+        stops.push(() => pg.close())
+        target = { host: pg.host, port: pg.port }
+        databaseUrl = pg.connectionString
+      }
+      const bridge = await startWsBridge({ target })
+      stops.push(() => bridge.close())
+      bridgeUrl = bridge.url
+    }
+    const dbEnv = { DATABASE_URL: databaseUrl, ...(bridgeUrl ? { DATABASE_WS_PROXY: bridgeUrl } : {}) }
+
+    // 2. Schema and the development workspace.
+    await runMigrations(dbEnv)
+    const credentials = await seedDevelopment(dbEnv, options.dataDir)
+
+    // 3. Workers: bundle each, take its bindings from its wrangler config.
+    const buildDir = path.join(options.dataDir, 'build')
+    const workers: LegacyWorkerOptions[] = []
+    for (const configPath of workerConfigPaths()) {
+      const config = unstable_readConfig({ config: path.join(ROOT, configPath) })
+      const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config)
+      const name = config.name ?? configPath
+      const outfile = path.join(buildDir, name, 'index.js')
+      await bundleWorker(main ?? '', outfile)
+      workers.push({
+        ...workerOptions,
+        name,
+        modules: true,
+        scriptPath: outfile,
+        modulesRoot: path.dirname(outfile),
+        modulesRules: undefined,
+        rootPath: undefined,
+        bindings: { ...workerOptions.bindings, ...dbEnv, ...options.bindings },
+      } as LegacyWorkerOptions)
+    }
+    const gatewayIndex = workers.findIndex((w) => w.name === 'svc-gateway')
+    const [gateway] = workers.splice(gatewayIndex, 1)
+
+    const miniflare = new Miniflare(
+      convertV4MiniflareOptions({
+        host: options.host,
+        port: options.port,
+        log: new Log(options.logLevel ?? LogLevel.WARN),
+        defaultPersistRoot: path.join(options.dataDir, 'miniflare'),
+        workers: [gateway!, ...workers],
+      }),
+    )
+    stops.push(() => miniflare.dispose())
+    const url = await miniflare.ready
+    const baseUrl = url.origin
+    return { baseUrl, credentials, database: { kind, bridgeUrl }, miniflare, stop }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}

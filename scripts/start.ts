@@ -1,0 +1,49 @@
+/**
+ * `npm start`: the whole product locally on its embedded defaults. See README for the
+ * configuration table (PORT, HOST, DATA_DIR, DATABASE_URL, ...).
+ */
+import path from 'node:path'
+import { ROOT } from './workers.ts'
+import { startStack } from './stack.ts'
+
+const host = process.env.HOST ?? '127.0.0.1'
+const port = Number(process.env.PORT ?? 8787)
+const dataDir = path.resolve(ROOT, process.env.DATA_DIR ?? '.data')
+const databaseUrl = process.env.DATABASE_URL || undefined
+
+const passThrough = Object.fromEntries(
+  Object.entries(process.env).filter(
+    ([k, v]) =>
+      v !== undefined &&
+      /^(MODEL_PROVIDERS|SEARCH_|SPEECH_|OPENAI_|BRAVE_|TAVILY_|SEARXNG_|GROQ_|QPU_|OTLP_|API_KEY_CACHE_TTL_SECONDS|PUBLIC_BASE_URL|CORS_ALLOWED_ORIGINS|AUTH_|JWT_|CRYPTO_)/.test(k),
+  ),
+) as Record<string, string>
+
+const started = Date.now()
+const stack = await startStack({ host, port, dataDir, databaseUrl, bindings: passThrough })
+const { credentials } = stack
+
+console.log(`
+svc is running (${((Date.now() - started) / 1000).toFixed(1)} s)
+
+  Base URL        ${stack.baseUrl}
+  Database        ${stack.database.kind === 'embedded' ? `embedded PGlite (${path.relative(ROOT, dataDir) || '.'}/pglite)` : 'DATABASE_URL'}
+  Workspace       ${credentials.tenantName} (${credentials.tenantId})
+  Test API key    ${credentials.testKey}
+  Live API key    ${credentials.liveKey}
+
+  curl ${stack.baseUrl}/svc/models
+  curl -H "Authorization: Bearer ${credentials.testKey}" ${stack.baseUrl}/svc/memories
+
+Press Ctrl+C to stop. Data persists in ${dataDir}.
+`)
+
+let stopping = false
+async function shutdown(): Promise<void> {
+  if (stopping) return
+  stopping = true
+  await stack.stop()
+  process.exit(0)
+}
+process.on('SIGINT', shutdown)
+process.on('SIGTERM', shutdown)

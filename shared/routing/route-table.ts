@@ -1,0 +1,207 @@
+/**
+ * Every public path of the product, the family worker that serves it, whether it needs a
+ * credential, and its body rules. The gateway routes with this table (404/405 with Allow,
+ * 413/415), and tests check that every family answers every route it owns.
+ */
+
+export const FAMILIES = ['models', 'chat', 'code', 'knowledge', 'reasoning', 'mcp', 'auth', 'telemetry', 'platform'] as const
+export type Family = (typeof FAMILIES)[number]
+
+/** Service-binding name of each family in the gateway's wrangler.toml. */
+export const FAMILY_BINDING = {
+  models: 'MODELS',
+  chat: 'CHAT',
+  code: 'CODE',
+  knowledge: 'KNOWLEDGE',
+  reasoning: 'REASONING',
+  mcp: 'MCP',
+  auth: 'AUTH',
+  telemetry: 'TELEMETRY',
+  platform: 'PLATFORM',
+} as const satisfies Record<Family, string>
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+
+export type BodyKind = 'json' | 'multipart' | 'otlp' | 'any'
+
+export interface RouteSpec {
+  method: HttpMethod
+  /** Hono-style pattern: `/svc/agents/runs/:runId`. */
+  path: string
+  family: Family
+  /** `public`: no credential; `credential`: API key or access token required. */
+  access: 'public' | 'credential'
+  body?: { kind: BodyKind; maxBytes: number }
+}
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+/** Body limits (documented in README): generous for prompts and transcripts, tight elsewhere. */
+export const BODY_LIMITS = {
+  chat: 4 * MiB,
+  turn: 8 * MiB,
+  small: 64 * KiB,
+  document: 2 * MiB,
+  audio: 26 * MiB,
+  otlp: 8 * MiB,
+  mcp: 1 * MiB,
+  job: 512 * KiB,
+} as const
+
+const json = (maxBytes: number) => ({ kind: 'json' as const, maxBytes })
+
+export const ROUTES: readonly RouteSpec[] = [
+  { method: 'GET', path: '/svc/models', family: 'models', access: 'public' },
+  { method: 'GET', path: '/svc/router/models', family: 'models', access: 'public' },
+
+  { method: 'POST', path: '/svc/chat/completions', family: 'chat', access: 'credential', body: json(BODY_LIMITS.chat) },
+
+  { method: 'POST', path: '/svc/code/v1/turns', family: 'code', access: 'credential', body: json(BODY_LIMITS.turn) },
+  { method: 'POST', path: '/svc/code/v1/search', family: 'code', access: 'credential', body: json(BODY_LIMITS.small) },
+  {
+    method: 'POST',
+    path: '/svc/code/v1/transcribe',
+    family: 'code',
+    access: 'credential',
+    body: { kind: 'multipart', maxBytes: BODY_LIMITS.audio },
+  },
+  { method: 'GET', path: '/svc/agents/runs/:runId', family: 'code', access: 'credential' },
+  { method: 'DELETE', path: '/svc/agents/runs/:runId', family: 'code', access: 'credential' },
+
+  { method: 'POST', path: '/svc/feedback', family: 'knowledge', access: 'credential', body: json(BODY_LIMITS.small) },
+  { method: 'GET', path: '/svc/documents', family: 'knowledge', access: 'credential' },
+  {
+    method: 'POST',
+    path: '/svc/documents/upload',
+    family: 'knowledge',
+    access: 'credential',
+    body: json(BODY_LIMITS.document),
+  },
+  {
+    method: 'POST',
+    path: '/svc/documents/retrieve',
+    family: 'knowledge',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  { method: 'GET', path: '/svc/memories', family: 'knowledge', access: 'credential' },
+  { method: 'POST', path: '/svc/memories', family: 'knowledge', access: 'credential', body: json(BODY_LIMITS.small) },
+  {
+    method: 'POST',
+    path: '/svc/memories/search',
+    family: 'knowledge',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+
+  { method: 'GET', path: '/svc/quantum-reasoning/jobs', family: 'reasoning', access: 'credential' },
+  {
+    method: 'POST',
+    path: '/svc/quantum-reasoning/jobs',
+    family: 'reasoning',
+    access: 'credential',
+    body: json(BODY_LIMITS.job),
+  },
+  { method: 'GET', path: '/svc/quantum-reasoning/jobs/:jobId', family: 'reasoning', access: 'credential' },
+  { method: 'DELETE', path: '/svc/quantum-reasoning/jobs/:jobId', family: 'reasoning', access: 'credential' },
+
+  { method: 'POST', path: '/mcp', family: 'mcp', access: 'credential', body: json(BODY_LIMITS.mcp) },
+  { method: 'GET', path: '/oauth/protected-resource', family: 'mcp', access: 'public' },
+  { method: 'GET', path: '/.well-known/oauth-protected-resource', family: 'mcp', access: 'public' },
+  { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', family: 'mcp', access: 'public' },
+
+  { method: 'POST', path: '/auth/service-token', family: 'auth', access: 'public', body: json(BODY_LIMITS.small) },
+  { method: 'POST', path: '/auth/login', family: 'auth', access: 'public', body: json(BODY_LIMITS.small) },
+  { method: 'POST', path: '/auth/token/refresh', family: 'auth', access: 'public', body: json(BODY_LIMITS.small) },
+  { method: 'GET', path: '/.well-known/jwks.json', family: 'auth', access: 'public' },
+
+  { method: 'POST', path: '/otlp/v1/traces', family: 'telemetry', access: 'credential', body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp } },
+  { method: 'POST', path: '/otlp/v1/metrics', family: 'telemetry', access: 'credential', body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp } },
+  { method: 'POST', path: '/otlp/v1/logs', family: 'telemetry', access: 'credential', body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp } },
+
+  { method: 'GET', path: '/platform/v1/crypto/policy', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/crypto/policy/check', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/crypto/algorithms', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/crypto/cbom', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/crypto/compliance', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/crypto/attestation', family: 'platform', access: 'credential' },
+]
+
+export interface RouteMatch {
+  route: RouteSpec
+  params: Record<string, string>
+}
+
+interface CompiledPath {
+  regex: RegExp
+  names: string[]
+  routes: Map<HttpMethod, RouteSpec>
+}
+
+function compile(routes: readonly RouteSpec[]): { exact: Map<string, CompiledPath>; patterns: CompiledPath[] } {
+  const byPath = new Map<string, CompiledPath>()
+  for (const route of routes) {
+    let entry = byPath.get(route.path)
+    if (!entry) {
+      const names: string[] = []
+      const source = route.path.replace(/[.]/g, '\\.').replace(/:([A-Za-z]+)/g, (_, name: string) => {
+        names.push(name)
+        return '([^/]+)'
+      })
+      entry = { regex: new RegExp(`^${source}$`), names, routes: new Map() }
+      byPath.set(route.path, entry)
+    }
+    if (entry.routes.has(route.method)) throw new Error(`duplicate route ${route.method} ${route.path}`)
+    entry.routes.set(route.method, route)
+  }
+  const exact = new Map<string, CompiledPath>()
+  const patterns: CompiledPath[] = []
+  for (const [path, entry] of byPath) {
+    if (entry.names.length === 0) exact.set(path, entry)
+    else patterns.push(entry)
+  }
+  return { exact, patterns }
+}
+
+export type RouteLookup =
+  | { kind: 'match'; match: RouteMatch }
+  | { kind: 'method_not_allowed'; allow: HttpMethod[]; public: boolean }
+  | { kind: 'not_found' }
+
+export class RouteTable {
+  private readonly exact: Map<string, CompiledPath>
+  private readonly patterns: CompiledPath[]
+
+  constructor(routes: readonly RouteSpec[] = ROUTES) {
+    const compiled = compile(routes)
+    this.exact = compiled.exact
+    this.patterns = compiled.patterns
+  }
+
+  lookup(method: string, pathname: string): RouteLookup {
+    const path = pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname
+    let entry = this.exact.get(path)
+    let params: Record<string, string> = {}
+    if (!entry) {
+      for (const candidate of this.patterns) {
+        const m = candidate.regex.exec(path)
+        if (m) {
+          entry = candidate
+          params = Object.fromEntries(candidate.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]))
+          break
+        }
+      }
+    }
+    if (!entry) return { kind: 'not_found' }
+    const wanted = (method === 'HEAD' ? 'GET' : method) as HttpMethod
+    const route = entry.routes.get(wanted)
+    if (route) return { kind: 'match', match: { route, params } }
+    const allow = [...entry.routes.keys()]
+    return {
+      kind: 'method_not_allowed',
+      allow,
+      public: [...entry.routes.values()].every((r) => r.access === 'public'),
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The Hono app every family worker starts from: request context from the gateway, JSON bodies
+ * read once with the route's limit, zod validation errors as one clear 400, and one error
+ * handler that renders `AppError` (unknown errors become an opaque 500 with the request id).
+ */
+import { OpenAPIHono } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import { HTTPException } from 'hono/http-exception'
+import { readBodyBytes, isJsonContentType } from '../http/body'
+import { AppError, toAppError } from '../http/errors'
+import { validationError } from '../http/validation'
+import { type Identity, type RequestContext, requestContextOf } from './request-context'
+
+export interface FamilyVariables {
+  request: RequestContext
+}
+
+export interface FamilyEnv<Bindings extends object> {
+  Bindings: Bindings
+  Variables: FamilyVariables
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+const DEFAULT_MAX_BODY = 64 * 1024
+
+async function inputOf(c: Context, target: string): Promise<unknown> {
+  if (target === 'json') return c.req.json().catch(() => undefined)
+  if (target === 'query') return c.req.query()
+  if (target === 'param') return c.req.param()
+  if (target === 'header') return Object.fromEntries(c.req.raw.headers)
+  return undefined
+}
+
+export function logError(requestId: string, err: AppError): void {
+  if (err.status >= 500) {
+    console.error(
+      JSON.stringify({ level: 'error', request_id: requestId, code: err.code, status: err.status, detail: err.internalMessage ?? err.message }),
+    )
+  }
+}
+
+export function createFamilyApp<Bindings extends object>() {
+  const app = new OpenAPIHono<FamilyEnv<Bindings>>({
+    defaultHook: async (result, c) => {
+      if (!result.success) throw validationError(result.error, await inputOf(c, result.target))
+    },
+  })
+
+  app.use(async (c, next) => {
+    const bound = requestContextOf(c.req.raw)
+    const context: RequestContext = bound ?? {
+      requestId: c.req.header('x-request-id') ?? `req_${crypto.randomUUID().replaceAll('-', '')}`,
+      identity: null,
+      maxBodyBytes: DEFAULT_MAX_BODY,
+      baseUrl: new URL(c.req.url).origin,
+    }
+    c.set('request', context)
+    if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
+      const bytes = await readBodyBytes(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY)
+      const text = new TextDecoder().decode(bytes)
+      if (text.trim() === '') throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
+      try {
+        JSON.parse(text)
+      } catch (err) {
+        const detail = err instanceof SyntaxError ? err.message : 'unparseable'
+        throw new AppError(400, 'malformed_json', `The request body is not valid JSON (${detail}). Send a JSON object.`)
+      }
+      // Hono caches body reads as promises; the validators below reuse this one.
+      ;(c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)
+    }
+    await next()
+    c.header('x-request-id', context.requestId)
+  })
+
+  app.notFound((c) => {
+    throw new AppError(404, 'not_found', `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`)
+  })
+
+  app.onError((err, c) => {
+    const requestId = c.get('request')?.requestId ?? 'unknown'
+    const appError =
+      err instanceof HTTPException && !(err instanceof AppError)
+        ? new AppError(err.status, 'invalid_request', err.message || 'The request could not be processed.')
+        : toAppError(err)
+    logError(requestId, appError)
+    return appError.toResponse(requestId)
+  })
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'An API key (`svc_sk_live_...` or `svc_sk_test_...`) or an access token from /auth.',
+  })
+
+  return app
+}
+
+/** The authenticated identity; the gateway guarantees it on credential routes. */
+export function identityOf(c: Context<FamilyEnv<object>>): Identity {
+  const identity = c.get('request').identity
+  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
+  return identity
+}

@@ -1,0 +1,48 @@
+/**
+ * What the gateway tells a family worker about a request: the request id, the authenticated
+ * identity (null on public routes) and the body limit of the route. It travels as a typed
+ * service-binding RPC argument, never as a client-supplied header.
+ */
+import type { ApiKeyMode, MemberRole } from '../db/schema'
+
+export type Audience = 'platform' | 'internal-service' | 'external-api'
+
+export type Principal =
+  | { kind: 'api_key'; keyId: string; mode: ApiKeyMode }
+  | { kind: 'access_token'; subject: string; audience: Audience; tokenId: string; algorithm: string }
+
+export interface Identity {
+  tenantId: string
+  principal: Principal
+  role: MemberRole
+  planId: string
+  scopes: string[]
+}
+
+export interface RequestContext {
+  requestId: string
+  identity: Identity | null
+  /** The route's body limit in bytes (0 when the route takes no body). */
+  maxBodyBytes: number
+  /** Public base URL as the client saw it (scheme + host), for self-referencing links. */
+  baseUrl: string
+}
+
+/** Stable id of the principal inside its tenant (owner of personal records such as memories). */
+export function principalId(identity: Identity): string {
+  return identity.principal.kind === 'api_key' ? `key:${identity.principal.keyId}` : `sub:${identity.principal.subject}`
+}
+
+export function isTestMode(identity: Identity): boolean {
+  return identity.principal.kind === 'api_key' && identity.principal.mode === 'test'
+}
+
+const contexts = new WeakMap<Request, RequestContext>()
+
+export function bindRequestContext(request: Request, context: RequestContext): void {
+  contexts.set(request, context)
+}
+
+export function requestContextOf(request: Request): RequestContext | undefined {
+  return contexts.get(request)
+}
