@@ -22,9 +22,24 @@ export default defineConfig({
         ],
         test: {
           name: 'unit',
-          include: ['shared/**/*.test.ts', 'functions/**/*.test.ts', 'durable-objects/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          include: [
+            'shared/**/*.test.ts',
+            'functions/**/*.test.ts',
+            'durable-objects/**/*.test.ts',
+            'test/unit/**/*.test.ts',
+          ],
         },
       },
+      ...(['pglite', 'postgres'] as const).map((kind) => ({
+        test: {
+          name: `e2e-${kind}`,
+          include: ['test/e2e/**/*.e2e.test.ts'],
+          environment: 'node',
+          globalSetup: [`test/e2e/${kind}.setup.ts`],
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      })),
     ],
   },
 })

@@ -4,7 +4,7 @@
  * then every worker in one Miniflare (workerd) runtime with the gateway listening on HOST:PORT.
  * Only the gateway gets a socket; the families are reachable only through its service bindings.
  */
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { convertV4MiniflareOptions, type LegacyWorkerOptions, Log, LogLevel, Miniflare } from 'miniflare'
 import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
@@ -12,7 +12,7 @@ import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
 import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
 import { startWsBridge } from './db/ws-bridge.ts'
-import { ROOT, bundleWorker, workerConfigPaths } from './workers.ts'
+import { bundleWorker, ROOT, workerConfigPaths } from './workers.ts'
 
 export interface StackOptions {
   host: string
@@ -103,12 +103,19 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         port: options.port,
         log: new Log(options.logLevel ?? LogLevel.WARN),
         defaultPersistRoot: path.join(options.dataDir, 'miniflare'),
+        // No network lookup of the Request.cf object: local requests get a fixed placeholder.
+        cf: false,
         workers: [gateway!, ...workers],
       }),
     )
     stops.push(() => miniflare.dispose())
     const url = await miniflare.ready
     const baseUrl = url.origin
+    // Lets tools (tests, the workspace CLI) reach this running stack's database: PGlite is
+    // single-process, so they go through the bridge rather than opening the data folder.
+    const runtimeFile = path.join(options.dataDir, 'runtime.json')
+    writeFileSync(runtimeFile, `${JSON.stringify({ baseUrl, pid: process.pid, database: dbEnv }, null, 2)}\n`)
+    stops.push(async () => rmSync(runtimeFile, { force: true }))
     return { baseUrl, credentials, database: { kind, bridgeUrl }, miniflare, stop }
   } catch (err) {
     await stop()

@@ -3,8 +3,8 @@
  * configuration table (PORT, HOST, DATA_DIR, DATABASE_URL, ...).
  */
 import path from 'node:path'
-import { ROOT } from './workers.ts'
 import { startStack } from './stack.ts'
+import { ROOT } from './workers.ts'
 
 const host = process.env.HOST ?? '127.0.0.1'
 const port = Number(process.env.PORT ?? 8787)
@@ -15,7 +15,9 @@ const passThrough = Object.fromEntries(
   Object.entries(process.env).filter(
     ([k, v]) =>
       v !== undefined &&
-      /^(MODEL_PROVIDERS|SEARCH_|SPEECH_|OPENAI_|BRAVE_|TAVILY_|SEARXNG_|GROQ_|QPU_|OTLP_|API_KEY_CACHE_TTL_SECONDS|PUBLIC_BASE_URL|CORS_ALLOWED_ORIGINS|AUTH_|JWT_|CRYPTO_)/.test(k),
+      /^(MODEL_PROVIDERS|SEARCH_|SPEECH_|OPENAI_|BRAVE_|TAVILY_|SEARXNG_|GROQ_|QPU_|OTLP_|API_KEY_CACHE_TTL_SECONDS|PUBLIC_BASE_URL|CORS_ALLOWED_ORIGINS|AUTH_|JWT_|CRYPTO_)/.test(
+        k,
+      ),
   ),
 ) as Record<string, string>
 

@@ -26,7 +26,11 @@ export function workerConfigPaths(): string[] {
 }
 
 /** Bundles a worker entry for workerd (ESM, Workers conditions, node: and cloudflare: external). */
-export async function bundleWorker(entry: string, outfile: string, options: { minify?: boolean } = {}): Promise<void> {
+export async function bundleWorker(
+  entry: string,
+  outfile: string,
+  options: { minify?: boolean } = {},
+): Promise<void> {
   await build({
     entryPoints: [entry],
     outfile,

@@ -15,7 +15,11 @@ export interface EmbeddedPostgres {
   close(): Promise<void>
 }
 
-export async function startEmbeddedPostgres(options: { dataDir: string; host?: string; port?: number }): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(options: {
+  dataDir: string
+  host?: string
+  port?: number
+}): Promise<EmbeddedPostgres> {
   mkdirSync(options.dataDir, { recursive: true })
   const db = await PGlite.create({ dataDir: options.dataDir })
   const host = options.host ?? '127.0.0.1'

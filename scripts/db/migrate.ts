@@ -21,6 +21,9 @@ export async function runMigrations(env: DatabaseEnv): Promise<void> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await runMigrations({ DATABASE_URL: process.env.DATABASE_URL, DATABASE_WS_PROXY: process.env.DATABASE_WS_PROXY })
+  await runMigrations({
+    DATABASE_URL: process.env.DATABASE_URL,
+    DATABASE_WS_PROXY: process.env.DATABASE_WS_PROXY,
+  })
   console.log('migrations applied')
 }

@@ -10,7 +10,13 @@ import { sql } from 'drizzle-orm'
 import WebSocket from 'ws'
 import { z } from 'zod'
 import { apiKeySuffix, generateApiKey, hashApiKey } from '../../shared/auth/api-keys'
-import { type DatabaseEnv, type Drizzle, openDatabase, schema, useWebSocketConstructor } from '../../shared/db/client'
+import {
+  type DatabaseEnv,
+  type Drizzle,
+  openDatabase,
+  schema,
+  useWebSocketConstructor,
+} from '../../shared/db/client'
 
 // Reference rows for the plan catalog (limits live in the versioned plan configuration).
 const PLAN_REFERENCE = {
@@ -55,7 +61,10 @@ export interface WorkspaceSpec {
 }
 
 /** Creates (or completes) a workspace with an owner and the given keys. */
-export async function ensureWorkspace(db: Drizzle, spec: WorkspaceSpec): Promise<{ tenantId: string; ownerUserId: string }> {
+export async function ensureWorkspace(
+  db: Drizzle,
+  spec: WorkspaceSpec,
+): Promise<{ tenantId: string; ownerUserId: string }> {
   return db.transaction(async (tx) => {
     const [tenant] = await tx
       .insert(schema.tenants)
@@ -70,11 +79,18 @@ export async function ensureWorkspace(db: Drizzle, spec: WorkspaceSpec): Promise
       ? [found]
       : await tx
           .insert(schema.users)
-          .values({ ...(spec.ownerUserId ? { id: spec.ownerUserId } : {}), email: spec.ownerEmail, displayName: 'Owner' })
+          .values({
+            ...(spec.ownerUserId ? { id: spec.ownerUserId } : {}),
+            email: spec.ownerEmail,
+            displayName: 'Owner',
+          })
           .returning({ id: schema.users.id })
     const tenantId = tenant!.id
     const ownerUserId = user!.id
-    await tx.insert(schema.members).values({ tenantId, userId: ownerUserId, role: 'owner' }).onConflictDoNothing()
+    await tx
+      .insert(schema.members)
+      .values({ tenantId, userId: ownerUserId, role: 'owner' })
+      .onConflictDoNothing()
     for (const k of spec.keys) {
       const mode = k.key.startsWith('svc_sk_test_') ? 'test' : 'live'
       await tx

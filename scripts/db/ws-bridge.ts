@@ -8,7 +8,7 @@
  * connects to the one target it was started for, so it cannot be used to reach other hosts.
  */
 import net from 'node:net'
-import { WebSocketServer, type WebSocket } from 'ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 
 export interface BridgeTarget {
   host: string
@@ -21,7 +21,11 @@ export interface WsBridge {
   close(): Promise<void>
 }
 
-export async function startWsBridge(options: { host?: string; port?: number; target: BridgeTarget }): Promise<WsBridge> {
+export async function startWsBridge(options: {
+  host?: string
+  port?: number
+  target: BridgeTarget
+}): Promise<WsBridge> {
   const host = options.host ?? '127.0.0.1'
   const wss = new WebSocketServer({ host, port: options.port ?? 0, path: '/v1', perMessageDeflate: false })
   const sockets = new Set<net.Socket>()

@@ -4,29 +4,43 @@
  * request. The public listings are rendered once per isolate.
  */
 import { z } from 'zod'
-import raw from './model-catalog.json'
 import { MODEL_ALIASES, type ModelAlias } from './model-aliases'
+import raw from './model-catalog.json'
 
 const usdPerToken = z.string().regex(/^\d+(\.\d+)?$/, 'a decimal string in USD per token')
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'a YYYY-MM-DD date')
 
-export const FEATURES = ['tools', 'json_mode', 'structured_outputs', 'logprobs', 'reasoning', 'web_search'] as const
+export const FEATURES = [
+  'tools',
+  'json_mode',
+  'structured_outputs',
+  'logprobs',
+  'reasoning',
+  'web_search',
+] as const
 
 const ModelEntry = z
   .object({
     alias: z.enum(MODEL_ALIASES),
     name: z.string().min(1),
     description: z.string().min(1),
-    snapshots: z.array(z.object({ id: z.string().min(1), created: z.number().int().positive() }).strict()).min(1),
+    snapshots: z
+      .array(z.object({ id: z.string().min(1), created: z.number().int().positive() }).strict())
+      .min(1),
     current_snapshot: z.string(),
     context_length: z.number().int().positive(),
     max_output_length: z.number().int().positive(),
     input_modalities: z.array(z.enum(['text', 'image', 'audio', 'file'])).min(1),
     output_modalities: z.array(z.enum(['text', 'image', 'audio'])).min(1),
     supported_features: z.array(z.enum(FEATURES)),
-    pricing: z.object({ prompt: usdPerToken, completion: usdPerToken, input_cache_read: usdPerToken }).strict(),
+    pricing: z
+      .object({ prompt: usdPerToken, completion: usdPerToken, input_cache_read: usdPerToken })
+      .strict(),
     capacity: z
-      .object({ requests_per_minute: z.number().int().positive(), tokens_per_minute: z.number().int().positive() })
+      .object({
+        requests_per_minute: z.number().int().positive(),
+        tokens_per_minute: z.number().int().positive(),
+      })
       .strict(),
     datacenters: z.array(z.string().regex(/^[A-Z]{2}$/, 'an ISO 3166-1 alpha-2 country code')).min(1),
     launch_state: z.enum(['staged', 'ready']),
@@ -81,7 +95,13 @@ export function renderModelList(catalog: ModelCatalog = MODEL_CATALOG) {
   const data: Record<string, unknown>[] = []
   for (const m of catalog.models) {
     const current = m.snapshots.find((s) => s.id === m.current_snapshot)!
-    data.push({ id: m.alias, object: 'model', created: current.created, owned_by: catalog.owned_by, snapshot: m.current_snapshot })
+    data.push({
+      id: m.alias,
+      object: 'model',
+      created: current.created,
+      owned_by: catalog.owned_by,
+      snapshot: m.current_snapshot,
+    })
     for (const s of m.snapshots) {
       data.push({ id: s.id, object: 'model', created: s.created, owned_by: catalog.owned_by, alias: m.alias })
     }

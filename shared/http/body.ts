@@ -70,6 +70,10 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
     return JSON.parse(text)
   } catch (err) {
     const detail = err instanceof SyntaxError ? err.message : 'unparseable'
-    throw new AppError(400, 'malformed_json', `The request body is not valid JSON (${detail}). Send a JSON object.`)
+    throw new AppError(
+      400,
+      'malformed_json',
+      `The request body is not valid JSON (${detail}). Send a JSON object.`,
+    )
   }
 }

@@ -13,7 +13,9 @@ function describeValue(value: unknown): string {
 }
 
 function pathOf(issue: z.core.$ZodIssue): string {
-  return issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('')
+  return issue.path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('')
 }
 
 function valueAt(input: unknown, path: PropertyKey[]): unknown {

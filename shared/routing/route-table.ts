@@ -4,7 +4,17 @@
  * 413/415), and tests check that every family answers every route it owns.
  */
 
-export const FAMILIES = ['models', 'chat', 'code', 'knowledge', 'reasoning', 'mcp', 'auth', 'telemetry', 'platform'] as const
+export const FAMILIES = [
+  'models',
+  'chat',
+  'code',
+  'knowledge',
+  'reasoning',
+  'mcp',
+  'auth',
+  'telemetry',
+  'platform',
+] as const
 export type Family = (typeof FAMILIES)[number]
 
 /** Service-binding name of each family in the gateway's wrangler.toml. */
@@ -55,10 +65,28 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/svc/models', family: 'models', access: 'public' },
   { method: 'GET', path: '/svc/router/models', family: 'models', access: 'public' },
 
-  { method: 'POST', path: '/svc/chat/completions', family: 'chat', access: 'credential', body: json(BODY_LIMITS.chat) },
+  {
+    method: 'POST',
+    path: '/svc/chat/completions',
+    family: 'chat',
+    access: 'credential',
+    body: json(BODY_LIMITS.chat),
+  },
 
-  { method: 'POST', path: '/svc/code/v1/turns', family: 'code', access: 'credential', body: json(BODY_LIMITS.turn) },
-  { method: 'POST', path: '/svc/code/v1/search', family: 'code', access: 'credential', body: json(BODY_LIMITS.small) },
+  {
+    method: 'POST',
+    path: '/svc/code/v1/turns',
+    family: 'code',
+    access: 'credential',
+    body: json(BODY_LIMITS.turn),
+  },
+  {
+    method: 'POST',
+    path: '/svc/code/v1/search',
+    family: 'code',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
   {
     method: 'POST',
     path: '/svc/code/v1/transcribe',
@@ -69,7 +97,13 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/svc/agents/runs/:runId', family: 'code', access: 'credential' },
   { method: 'DELETE', path: '/svc/agents/runs/:runId', family: 'code', access: 'credential' },
 
-  { method: 'POST', path: '/svc/feedback', family: 'knowledge', access: 'credential', body: json(BODY_LIMITS.small) },
+  {
+    method: 'POST',
+    path: '/svc/feedback',
+    family: 'knowledge',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
   { method: 'GET', path: '/svc/documents', family: 'knowledge', access: 'credential' },
   {
     method: 'POST',
@@ -86,7 +120,13 @@ export const ROUTES: readonly RouteSpec[] = [
     body: json(BODY_LIMITS.small),
   },
   { method: 'GET', path: '/svc/memories', family: 'knowledge', access: 'credential' },
-  { method: 'POST', path: '/svc/memories', family: 'knowledge', access: 'credential', body: json(BODY_LIMITS.small) },
+  {
+    method: 'POST',
+    path: '/svc/memories',
+    family: 'knowledge',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
   {
     method: 'POST',
     path: '/svc/memories/search',
@@ -111,14 +151,44 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/.well-known/oauth-protected-resource', family: 'mcp', access: 'public' },
   { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', family: 'mcp', access: 'public' },
 
-  { method: 'POST', path: '/auth/service-token', family: 'auth', access: 'public', body: json(BODY_LIMITS.small) },
+  {
+    method: 'POST',
+    path: '/auth/service-token',
+    family: 'auth',
+    access: 'public',
+    body: json(BODY_LIMITS.small),
+  },
   { method: 'POST', path: '/auth/login', family: 'auth', access: 'public', body: json(BODY_LIMITS.small) },
-  { method: 'POST', path: '/auth/token/refresh', family: 'auth', access: 'public', body: json(BODY_LIMITS.small) },
+  {
+    method: 'POST',
+    path: '/auth/token/refresh',
+    family: 'auth',
+    access: 'public',
+    body: json(BODY_LIMITS.small),
+  },
   { method: 'GET', path: '/.well-known/jwks.json', family: 'auth', access: 'public' },
 
-  { method: 'POST', path: '/otlp/v1/traces', family: 'telemetry', access: 'credential', body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp } },
-  { method: 'POST', path: '/otlp/v1/metrics', family: 'telemetry', access: 'credential', body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp } },
-  { method: 'POST', path: '/otlp/v1/logs', family: 'telemetry', access: 'credential', body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp } },
+  {
+    method: 'POST',
+    path: '/otlp/v1/traces',
+    family: 'telemetry',
+    access: 'credential',
+    body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp },
+  },
+  {
+    method: 'POST',
+    path: '/otlp/v1/metrics',
+    family: 'telemetry',
+    access: 'credential',
+    body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp },
+  },
+  {
+    method: 'POST',
+    path: '/otlp/v1/logs',
+    family: 'telemetry',
+    access: 'credential',
+    body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp },
+  },
 
   { method: 'GET', path: '/platform/v1/crypto/policy', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/policy/check', family: 'platform', access: 'credential' },
@@ -139,7 +209,10 @@ interface CompiledPath {
   routes: Map<HttpMethod, RouteSpec>
 }
 
-function compile(routes: readonly RouteSpec[]): { exact: Map<string, CompiledPath>; patterns: CompiledPath[] } {
+function compile(routes: readonly RouteSpec[]): {
+  exact: Map<string, CompiledPath>
+  patterns: CompiledPath[]
+} {
   const byPath = new Map<string, CompiledPath>()
   for (const route of routes) {
     let entry = byPath.get(route.path)

@@ -6,7 +6,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
-import { readBodyBytes, isJsonContentType } from '../http/body'
+import { isJsonContentType, readBodyBytes } from '../http/body'
 import { AppError, toAppError } from '../http/errors'
 import { validationError } from '../http/validation'
 import { type Identity, type RequestContext, requestContextOf } from './request-context'
@@ -34,7 +34,13 @@ async function inputOf(c: Context, target: string): Promise<unknown> {
 export function logError(requestId: string, err: AppError): void {
   if (err.status >= 500) {
     console.error(
-      JSON.stringify({ level: 'error', request_id: requestId, code: err.code, status: err.status, detail: err.internalMessage ?? err.message }),
+      JSON.stringify({
+        level: 'error',
+        request_id: requestId,
+        code: err.code,
+        status: err.status,
+        detail: err.internalMessage ?? err.message,
+      }),
     )
   }
 }
@@ -58,12 +64,17 @@ export function createFamilyApp<Bindings extends object>() {
     if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
       const bytes = await readBodyBytes(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY)
       const text = new TextDecoder().decode(bytes)
-      if (text.trim() === '') throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
+      if (text.trim() === '')
+        throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
       try {
         JSON.parse(text)
       } catch (err) {
         const detail = err instanceof SyntaxError ? err.message : 'unparseable'
-        throw new AppError(400, 'malformed_json', `The request body is not valid JSON (${detail}). Send a JSON object.`)
+        throw new AppError(
+          400,
+          'malformed_json',
+          `The request body is not valid JSON (${detail}). Send a JSON object.`,
+        )
       }
       // Hono caches body reads as promises; the validators below reuse this one.
       ;(c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)

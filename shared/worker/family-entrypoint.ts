@@ -16,7 +16,11 @@ export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<E
   protected abstract readonly app: FamilyApp<Env>
 
   override fetch(): Response {
-    return new AppError(404, 'not_routable', 'This worker is reachable only through the gateway.').toResponse()
+    return new AppError(
+      404,
+      'not_routable',
+      'This worker is reachable only through the gateway.',
+    ).toResponse()
   }
 
   serve(request: Request, context: RequestContext): Promise<Response> | Response {
@@ -26,7 +30,10 @@ export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<E
 
   /** This family's part of the OpenAPI document (the gateway merges all families). */
   openapi(): unknown {
-    return this.app.getOpenAPI31Document({ openapi: '3.1.0', info: { title: 'family', version: '2026-08-04' } })
+    return this.app.getOpenAPI31Document({
+      openapi: '3.1.0',
+      info: { title: 'family', version: '2026-08-04' },
+    })
   }
 }
 

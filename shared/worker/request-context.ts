@@ -30,7 +30,9 @@ export interface RequestContext {
 
 /** Stable id of the principal inside its tenant (owner of personal records such as memories). */
 export function principalId(identity: Identity): string {
-  return identity.principal.kind === 'api_key' ? `key:${identity.principal.keyId}` : `sub:${identity.principal.subject}`
+  return identity.principal.kind === 'api_key'
+    ? `key:${identity.principal.keyId}`
+    : `sub:${identity.principal.subject}`
 }
 
 export function isTestMode(identity: Identity): boolean {

@@ -26,13 +26,25 @@ describe('chat completion request schema', () => {
       ...base,
       messages: [
         { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image_url', image_url: { url: 'https://x/y.png' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Weather?' },
+            { type: 'image_url', image_url: { url: 'https://x/y.png' } },
+          ],
+        },
         {
           role: 'assistant',
           content: null,
           refusal: null,
           annotations: [],
-          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+          tool_calls: [
+            {
+              id: 'call_1',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+            },
+          ],
         },
         { role: 'tool', tool_call_id: 'call_1', content: '{"temp":3}' },
       ],
@@ -94,16 +106,28 @@ describe('chat completion request schema', () => {
       'messages[0].content[0].type',
     ],
     [{ ...base, messages: [{ role: 'user' }] }, 'messages[0].content is required', 'messages[0].content'],
-    [{ ...base, messages: [{ role: 'tool', content: 'r' }] }, 'messages[0].tool_call_id is required on tool messages', 'messages[0].tool_call_id'],
+    [
+      { ...base, messages: [{ role: 'tool', content: 'r' }] },
+      'messages[0].tool_call_id is required on tool messages',
+      'messages[0].tool_call_id',
+    ],
     [
       { ...base, reasoning_effort: 'extreme' },
       'reasoning_effort must be one of low, medium, high, xhigh, max, ultracode (got "extreme")',
       'reasoning_effort',
     ],
     [{ ...base, stream: 'yes' }, 'stream must be a boolean (true or false) (got "yes")', 'stream'],
-    [{ ...base, model: 'gpt-4o' }, 'model must be one of svc-cell, svc-brood, svc-comb, svc-buzz, svc-hive, svc-swarm (got "gpt-4o")', 'model'],
+    [
+      { ...base, model: 'gpt-4o' },
+      'model must be one of svc-cell, svc-brood, svc-comb, svc-buzz, svc-hive, svc-swarm (got "gpt-4o")',
+      'model',
+    ],
     [{ ...base, top_p: 2 }, 'top_p must be between 0 and 1 (got 2)', 'top_p'],
-    [{ ...base, tool_choice: 'auto' }, 'tool_choice is only allowed when tools are given (got "auto")', 'tool_choice'],
+    [
+      { ...base, tool_choice: 'auto' },
+      'tool_choice is only allowed when tools are given (got "auto")',
+      'tool_choice',
+    ],
   ])('rejects %j with one precise 400', (body, message, param) => {
     const err = rejection(body)
     expect(err.status).toBe(400)
@@ -121,9 +145,19 @@ describe('chat completion request schema', () => {
 
 describe('chat completion response schema', () => {
   it('requires the six spec fields and allows extra top-level fields', () => {
-    const ok = { id: 'c', object: 'chat.completion', created: 1, model: 'svc-cell', choices: [{}], usage: {}, system_fingerprint: 'fp' }
+    const ok = {
+      id: 'c',
+      object: 'chat.completion',
+      created: 1,
+      model: 'svc-cell',
+      choices: [{}],
+      usage: {},
+      system_fingerprint: 'fp',
+    }
     expect(ChatCompletionResponseSchema.parse(ok)).toMatchObject({ system_fingerprint: 'fp' })
-    expect(ChatCompletionResponseSchema.safeParse({ ...ok, object: 'chat.completion.chunk' }).success).toBe(false)
+    expect(ChatCompletionResponseSchema.safeParse({ ...ok, object: 'chat.completion.chunk' }).success).toBe(
+      false,
+    )
     const { usage: _usage, ...withoutUsage } = ok
     expect(ChatCompletionResponseSchema.safeParse(withoutUsage).success).toBe(false)
   })

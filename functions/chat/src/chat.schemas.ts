@@ -20,7 +20,8 @@ import { AppError } from '../../../shared/http/errors'
 import { CHAT_ROLES, ChatCompletionChunkSchema, REASONING_EFFORTS } from '../../../shared/providers/chat-wire'
 
 const between = (min: number, max: number) => ({ error: `must be between ${min} and ${max}` })
-const intAtLeast = (min: number) => z.int({ error: `must be an integer >= ${min}` }).min(min, { error: `must be an integer >= ${min}` })
+const intAtLeast = (min: number) =>
+  z.int({ error: `must be an integer >= ${min}` }).min(min, { error: `must be an integer >= ${min}` })
 const oneOf = (values: readonly string[]) => ({ error: `must be one of ${values.join(', ')}` })
 
 const TextPart = z.object({ type: z.literal('text'), text: z.string() })
@@ -34,10 +35,20 @@ const AudioPart = z.object({
 })
 const FilePart = z.object({
   type: z.literal('file'),
-  file: z.object({ file_data: z.string().optional(), file_id: z.string().optional(), filename: z.string().optional() }),
+  file: z.object({
+    file_data: z.string().optional(),
+    file_id: z.string().optional(),
+    filename: z.string().optional(),
+  }),
 })
 const RefusalPart = z.object({ type: z.literal('refusal'), refusal: z.string() })
-export const ContentPartSchema = z.discriminatedUnion('type', [TextPart, ImagePart, AudioPart, FilePart, RefusalPart])
+export const ContentPartSchema = z.discriminatedUnion('type', [
+  TextPart,
+  ImagePart,
+  AudioPart,
+  FilePart,
+  RefusalPart,
+])
 
 const ContentSchema = z.union([z.string(), z.array(ContentPartSchema)], {
   error: 'must be a string or an array of content parts',
@@ -78,7 +89,12 @@ export const ChatMessageSchema = z
       })
     }
     if (message.role === 'tool' && message.tool_call_id === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['tool_call_id'], input: undefined, message: 'is required on tool messages' })
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tool_call_id'],
+        input: undefined,
+        message: 'is required on tool messages',
+      })
     }
     if (message.tool_calls !== undefined && message.role !== 'assistant') {
       ctx.addIssue({
@@ -142,7 +158,11 @@ export const ChatCompletionRequestSchema = z
     reasoning_effort: z.enum(REASONING_EFFORTS, oneOf(REASONING_EFFORTS)).optional(),
     n: z.int(between(1, 128)).min(1, between(1, 128)).max(128, between(1, 128)).optional(),
     seed: z.int({ error: 'must be an integer' }).optional(),
-    stop: z.union([z.string(), z.array(z.string()).max(4)], { error: 'must be a string or an array of up to 4 strings' }).nullish(),
+    stop: z
+      .union([z.string(), z.array(z.string()).max(4)], {
+        error: 'must be a string or an array of up to 4 strings',
+      })
+      .nullish(),
     presence_penalty: Penalty,
     frequency_penalty: Penalty,
     logit_bias: z.record(z.string(), z.number().min(-100).max(100)).nullish(),
@@ -162,7 +182,12 @@ export const ChatCompletionRequestSchema = z
     const toolNames = new Set((request.tools ?? []).map((tool) => tool.function.name))
     const choice = request.tool_choice
     if (choice !== undefined && choice !== 'none' && toolNames.size === 0) {
-      ctx.addIssue({ code: 'custom', path: ['tool_choice'], input: choice, message: 'is only allowed when tools are given' })
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tool_choice'],
+        input: choice,
+        message: 'is only allowed when tools are given',
+      })
     }
     if (typeof choice === 'object' && toolNames.size > 0 && !toolNames.has(choice.function.name)) {
       ctx.addIssue({
@@ -173,7 +198,12 @@ export const ChatCompletionRequestSchema = z
       })
     }
     if (request.top_logprobs !== undefined && request.top_logprobs !== null && request.logprobs !== true) {
-      ctx.addIssue({ code: 'custom', path: ['top_logprobs'], input: request.top_logprobs, message: 'requires logprobs: true' })
+      ctx.addIssue({
+        code: 'custom',
+        path: ['top_logprobs'],
+        input: request.top_logprobs,
+        message: 'requires logprobs: true',
+      })
     }
   })
 
@@ -213,7 +243,9 @@ function ruleFor(issue: RawIssue): string {
         ? `must be ${JSON.stringify(issue.values[0])}`
         : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
     case 'invalid_format':
-      return issue.format === 'regex' ? `must match ${String(issue.pattern)}` : `must be a valid ${issue.format}`
+      return issue.format === 'regex'
+        ? `must match ${String(issue.pattern)}`
+        : `must be a valid ${issue.format}`
     case 'unrecognized_keys':
       return `has unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.join(', ')}`
     case 'invalid_union':
@@ -228,7 +260,8 @@ function ruleFor(issue: RawIssue): string {
 /** Follows a union error into the branch the value was meant for (e.g. a bad content part). */
 function innermost(issue: Issue, basePath: readonly PropertyKey[]): { issue: Issue; path: PropertyKey[] } {
   const path = [...basePath, ...issue.path]
-  if (issue.code !== 'invalid_union' || issue.discriminator || issue.errors.length === 0) return { issue, path }
+  if (issue.code !== 'invalid_union' || issue.discriminator || issue.errors.length === 0)
+    return { issue, path }
   const meant = issue.errors.find(
     (branch) => branch.length > 0 && !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0),
   )
@@ -290,6 +323,6 @@ export const ChatCompletionResponseSchema = z
   .loose()
 export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponseSchema>
 
+export type { ChatCompletionChunk } from '../../../shared/providers/chat-wire'
 /** One SSE chunk of a streamed completion (`object: "chat.completion.chunk"`). */
 export { ChatCompletionChunkSchema }
-export type { ChatCompletionChunk } from '../../../shared/providers/chat-wire'

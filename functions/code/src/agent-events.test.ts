@@ -24,9 +24,21 @@ const clock = () => new Date('2026-03-01T12:00:00.000Z')
 /** One full turn touching every event type. */
 function sampleTurn(seq = new EventSequencer(RUN, 0, clock)): AgentEvent[] {
   const t = 'turn_1'
-  const usage = { input_tokens: 10, output_tokens: 5, reasoning_tokens: 2, cached_input_tokens: 0, total_tokens: 15 }
+  const usage = {
+    input_tokens: 10,
+    output_tokens: 5,
+    reasoning_tokens: 2,
+    cached_input_tokens: 0,
+    total_tokens: 15,
+  }
   return [
-    seq.next(t, 'turn.started', { session_id: 's', model: 'svc-comb', mode: 'edit', effort: null, enable_thinking: true }),
+    seq.next(t, 'turn.started', {
+      session_id: 's',
+      model: 'svc-comb',
+      mode: 'edit',
+      effort: null,
+      enable_thinking: true,
+    }),
     seq.next(t, 'reasoning.delta', { reasoning_id: 'r1', delta: 'thinking…' }),
     seq.next(t, 'plan.updated', { steps: [{ step: 'Write README', status: 'in_progress' }] }),
     seq.next(t, 'progress', { message: 'reading files', phase: 'explore', percent: 10 }),
@@ -52,7 +64,12 @@ function sampleTurn(seq = new EventSequencer(RUN, 0, clock)): AgentEvent[] {
       expires_at: '2026-03-01T12:15:00.000Z',
       reason: 'edit mode asks before edits',
     }),
-    seq.next(t, 'approval.resolved', { approval_id: 'ap1', call_id: 'c2', decision: 'approve', decided_by: 'user' }),
+    seq.next(t, 'approval.resolved', {
+      approval_id: 'ap1',
+      call_id: 'c2',
+      decision: 'approve',
+      decided_by: 'user',
+    }),
     seq.next(t, 'file.delta', {
       call_id: 'c2',
       path: 'README.md',
@@ -61,7 +78,10 @@ function sampleTurn(seq = new EventSequencer(RUN, 0, clock)): AgentEvent[] {
       base_hash: H1,
       new_hash: H2,
     }),
-    seq.next(t, 'turn.diff', { diff: '--- a/README.md\n+++ b/README.md\n', files: [{ path: 'README.md', op: 'modify' }] }),
+    seq.next(t, 'turn.diff', {
+      diff: '--- a/README.md\n+++ b/README.md\n',
+      files: [{ path: 'README.md', op: 'modify' }],
+    }),
     seq.next(t, 'message.delta', { message_id: 'm1', delta: 'Done — ✅' }),
     seq.next(t, 'usage', { turn: usage, run: addUsage(usage, usage) }),
     seq.next(t, 'turn.completed', { stop_reason: 'end_turn' }),
@@ -72,7 +92,9 @@ describe('event envelope and catalog', () => {
   it('assigns gapless seq from the last stored one and stamps every event', () => {
     const events = sampleTurn(new EventSequencer(RUN, 41, clock))
     expect(events.map((e) => e.seq)).toEqual(Array.from({ length: events.length }, (_, i) => 42 + i))
-    expect(events.every((e) => e.v === 1 && e.run_id === RUN && e.ts === '2026-03-01T12:00:00.000Z')).toBe(true)
+    expect(events.every((e) => e.v === 1 && e.run_id === RUN && e.ts === '2026-03-01T12:00:00.000Z')).toBe(
+      true,
+    )
     expect(sequenceProblems(events, 41)).toEqual([])
   })
 
@@ -87,9 +109,9 @@ describe('event envelope and catalog', () => {
 
   it('refuses to sequence an invalid event and does not burn a seq for it', () => {
     const seq = new EventSequencer(RUN, 0, clock)
-    expect(() =>
-      seq.next('t', 'tool_call.updated', { call_id: 'c', status: 'denied' } as never),
-    ).toThrow(/error/)
+    expect(() => seq.next('t', 'tool_call.updated', { call_id: 'c', status: 'denied' } as never)).toThrow(
+      /error/,
+    )
     expect(seq.lastSeq).toBe(0)
     expect(seq.next('t', 'progress', { message: 'ok' }).seq).toBe(1)
   })
@@ -100,21 +122,60 @@ describe('event envelope and catalog', () => {
     ['extra envelope field', { type: 'progress', data: { message: 'x' }, extra: 1 }],
     ['extra data field', { type: 'progress', data: { message: 'x', color: 'red' } }],
     ['seq 0 on a stored event', { type: 'progress', seq: 0, data: { message: 'x' } }],
-    ['bad executor', { type: 'tool_call.requested', data: { call_id: 'c', name: 'n', executor: 'cloud', approval: 'none', arguments: {} } }],
-    ['denied reported with output', { type: 'tool_call.updated', data: { call_id: 'c', status: 'denied', output: 'ok', error: { code: 'denied', message: 'no' } } }],
+    [
+      'bad executor',
+      {
+        type: 'tool_call.requested',
+        data: { call_id: 'c', name: 'n', executor: 'cloud', approval: 'none', arguments: {} },
+      },
+    ],
+    [
+      'denied reported with output',
+      {
+        type: 'tool_call.updated',
+        data: { call_id: 'c', status: 'denied', output: 'ok', error: { code: 'denied', message: 'no' } },
+      },
+    ],
     ['completed without output', { type: 'tool_call.updated', data: { call_id: 'c', status: 'completed' } }],
     ['failed without error', { type: 'tool_call.updated', data: { call_id: 'c', status: 'failed' } }],
-    ['expired approval approved', { type: 'approval.resolved', data: { approval_id: 'a', call_id: 'c', decision: 'approve', decided_by: 'expiry' } }],
-    ['approval decided by robot', { type: 'approval.resolved', data: { approval_id: 'a', call_id: 'c', decision: 'deny', decided_by: 'robot' } }],
-    ['create with base hash', { type: 'file.delta', data: { path: 'a', op: 'create', diff: '', base_hash: H1, new_hash: H2 } }],
-    ['delete with new hash', { type: 'file.delta', data: { path: 'a', op: 'delete', diff: '', base_hash: H1, new_hash: H2 } }],
-    ['rename without from_path', { type: 'file.delta', data: { path: 'a', op: 'rename', diff: '', base_hash: H1, new_hash: H1 } }],
-    ['hash not sha256', { type: 'file.delta', data: { path: 'a', op: 'modify', diff: '', base_hash: 'md5:1', new_hash: H2 } }],
+    [
+      'expired approval approved',
+      {
+        type: 'approval.resolved',
+        data: { approval_id: 'a', call_id: 'c', decision: 'approve', decided_by: 'expiry' },
+      },
+    ],
+    [
+      'approval decided by robot',
+      {
+        type: 'approval.resolved',
+        data: { approval_id: 'a', call_id: 'c', decision: 'deny', decided_by: 'robot' },
+      },
+    ],
+    [
+      'create with base hash',
+      { type: 'file.delta', data: { path: 'a', op: 'create', diff: '', base_hash: H1, new_hash: H2 } },
+    ],
+    [
+      'delete with new hash',
+      { type: 'file.delta', data: { path: 'a', op: 'delete', diff: '', base_hash: H1, new_hash: H2 } },
+    ],
+    [
+      'rename without from_path',
+      { type: 'file.delta', data: { path: 'a', op: 'rename', diff: '', base_hash: H1, new_hash: H1 } },
+    ],
+    [
+      'hash not sha256',
+      { type: 'file.delta', data: { path: 'a', op: 'modify', diff: '', base_hash: 'md5:1', new_hash: H2 } },
+    ],
     ['plan step status', { type: 'plan.updated', data: { steps: [{ step: 'x', status: 'doing' }] } }],
     ['percent over 100', { type: 'progress', data: { message: 'x', percent: 101 } }],
     ['usage without run totals', { type: 'usage', data: { turn: ZERO_USAGE } }],
     ['awaiting approval without ids', { type: 'turn.completed', data: { stop_reason: 'awaiting_approval' } }],
-    ['awaiting client tool without ids', { type: 'turn.completed', data: { stop_reason: 'awaiting_client_tool', pending_tool_calls: [] } }],
+    [
+      'awaiting client tool without ids',
+      { type: 'turn.completed', data: { stop_reason: 'awaiting_client_tool', pending_tool_calls: [] } },
+    ],
     ['unknown stop reason', { type: 'turn.completed', data: { stop_reason: 'bored' } }],
     ['failed without retryable', { type: 'turn.failed', data: { error: { code: 'x', message: 'y' } } }],
     ['cancelled by ghost', { type: 'turn.cancelled', data: { reason: 'x', cancelled_by: 'ghost' } }],
@@ -125,11 +186,24 @@ describe('event envelope and catalog', () => {
   it('accepts the terminal variants and awaiting stop reasons with their ids', () => {
     const ok = (type: string, data: unknown) => AgentEventSchema.safeParse({ ...base, type, data }).success
     expect(ok('turn.completed', { stop_reason: 'awaiting_approval', pending_approvals: ['ap1'] })).toBe(true)
-    expect(ok('turn.completed', { stop_reason: 'awaiting_client_tool', pending_tool_calls: ['c1'] })).toBe(true)
-    expect(ok('turn.failed', { error: { code: 'upstream_error', message: 'model provider failed' }, retryable: true })).toBe(true)
-    expect(ok('turn.cancelled', { reason: 'cancelled by DELETE /svc/agents/runs/{runId}', cancelled_by: 'user' })).toBe(true)
-    expect(ok('file.delta', { path: 'b', from_path: 'a', op: 'rename', diff: '', base_hash: H1, new_hash: H1 })).toBe(true)
-    expect(ok('file.delta', { path: 'a', op: 'create', diff: '+x', base_hash: null, new_hash: H1 })).toBe(true)
+    expect(ok('turn.completed', { stop_reason: 'awaiting_client_tool', pending_tool_calls: ['c1'] })).toBe(
+      true,
+    )
+    expect(
+      ok('turn.failed', {
+        error: { code: 'upstream_error', message: 'model provider failed' },
+        retryable: true,
+      }),
+    ).toBe(true)
+    expect(
+      ok('turn.cancelled', { reason: 'cancelled by DELETE /svc/agents/runs/{runId}', cancelled_by: 'user' }),
+    ).toBe(true)
+    expect(
+      ok('file.delta', { path: 'b', from_path: 'a', op: 'rename', diff: '', base_hash: H1, new_hash: H1 }),
+    ).toBe(true)
+    expect(ok('file.delta', { path: 'a', op: 'create', diff: '+x', base_hash: null, new_hash: H1 })).toBe(
+      true,
+    )
   })
 
   it('knows the three terminal types', () => {
@@ -237,11 +311,15 @@ describe('run state machine', () => {
   })
 
   it('enforces one turn at a time, answers for waiting runs and 409 on cancelling terminal runs', () => {
-    expect(status(() => nextRunState('running', { kind: 'turn_posted', answersPending: false }))).toBe('409 run_busy')
-    expect(status(() => nextRunState('awaiting_approval', { kind: 'turn_posted', answersPending: false }))).toBe(
-      '409 run_awaiting_input',
+    expect(status(() => nextRunState('running', { kind: 'turn_posted', answersPending: false }))).toBe(
+      '409 run_busy',
     )
-    expect(status(() => nextRunState('cancelled', { kind: 'turn_posted', answersPending: false }))).toBe('409 run_cancelled')
+    expect(
+      status(() => nextRunState('awaiting_approval', { kind: 'turn_posted', answersPending: false })),
+    ).toBe('409 run_awaiting_input')
+    expect(status(() => nextRunState('cancelled', { kind: 'turn_posted', answersPending: false }))).toBe(
+      '409 run_cancelled',
+    )
     expect(nextRunState('awaiting_client_tool', { kind: 'cancel' })).toBe('cancelled')
     expect(nextRunState('running', { kind: 'cancel' })).toBe('cancelled')
     for (const s of ['completed', 'failed', 'cancelled'] as const) {
@@ -249,10 +327,15 @@ describe('run state machine', () => {
     }
     expect(status(() => nextRunState(undefined, { kind: 'cancel' }))).toBe('404 run_not_found')
     expect(
-      nextRunState('running', { kind: 'event', event: { type: 'turn.failed', data: { error: { code: 'x', message: 'y' }, retryable: true } } }),
+      nextRunState('running', {
+        kind: 'event',
+        event: { type: 'turn.failed', data: { error: { code: 'x', message: 'y' }, retryable: true } },
+      }),
     ).toBe('failed')
-    expect(status(() => nextRunState('completed', { kind: 'event', event: { type: 'progress', data: { message: 'x' } } }))).toBe(
-      'Error',
-    )
+    expect(
+      status(() =>
+        nextRunState('completed', { kind: 'event', event: { type: 'progress', data: { message: 'x' } } }),
+      ),
+    ).toBe('Error')
   })
 })

@@ -16,7 +16,9 @@ export const EVENT_VERSION = 1
 export const HEARTBEAT_INTERVAL_MS = 15_000
 
 const id = z.string().min(1).max(256)
-const hash = z.string().regex(/^sha256:[0-9a-f]{64}$/, { error: 'hashes are "sha256:" + 64 lowercase hex digits' })
+const hash = z
+  .string()
+  .regex(/^sha256:[0-9a-f]{64}$/, { error: 'hashes are "sha256:" + 64 lowercase hex digits' })
 const errorBody = z.object({ code: z.string().min(1), message: z.string().min(1) }).strict()
 const count = z.int().min(0)
 
@@ -81,16 +83,32 @@ export const EventData = {
     .strict()
     .superRefine((data, ctx) => {
       if (data.status === 'completed' && data.output === undefined) {
-        ctx.addIssue({ code: 'custom', path: ['output'], message: 'a completed tool call carries its output' })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['output'],
+          message: 'a completed tool call carries its output',
+        })
       }
       if ((data.status === 'failed' || data.status === 'denied') && data.error === undefined) {
-        ctx.addIssue({ code: 'custom', path: ['error'], message: `a ${data.status} tool call carries an error` })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['error'],
+          message: `a ${data.status} tool call carries an error`,
+        })
       }
       if (data.status === 'denied' && data.output !== undefined) {
-        ctx.addIssue({ code: 'custom', path: ['output'], message: 'a denied tool call never ran, so it has no output' })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['output'],
+          message: 'a denied tool call never ran, so it has no output',
+        })
       }
       if (data.status === 'running' && (data.output !== undefined || data.error !== undefined)) {
-        ctx.addIssue({ code: 'custom', path: ['status'], message: 'a running tool call has neither output nor error' })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['status'],
+          message: 'a running tool call has neither output nor error',
+        })
       }
     }),
   'approval.requested': z
@@ -123,26 +141,48 @@ export const EventData = {
     .strict()
     .superRefine((data, ctx) => {
       if (data.op === 'create' && data.base_hash !== null) {
-        ctx.addIssue({ code: 'custom', path: ['base_hash'], message: 'a created file has no base (base_hash null)' })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['base_hash'],
+          message: 'a created file has no base (base_hash null)',
+        })
       }
       if (data.op === 'delete' && data.new_hash !== null) {
-        ctx.addIssue({ code: 'custom', path: ['new_hash'], message: 'a deleted file has no new content (new_hash null)' })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['new_hash'],
+          message: 'a deleted file has no new content (new_hash null)',
+        })
       }
       if (data.op !== 'create' && data.base_hash === null) {
-        ctx.addIssue({ code: 'custom', path: ['base_hash'], message: `a ${data.op} names the content it applies to` })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['base_hash'],
+          message: `a ${data.op} names the content it applies to`,
+        })
       }
       if (data.op !== 'delete' && data.new_hash === null) {
-        ctx.addIssue({ code: 'custom', path: ['new_hash'], message: `a ${data.op} names the content it produces` })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['new_hash'],
+          message: `a ${data.op} names the content it produces`,
+        })
       }
       if ((data.op === 'rename') !== (data.from_path !== undefined)) {
-        ctx.addIssue({ code: 'custom', path: ['from_path'], message: 'from_path is present exactly for renames' })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['from_path'],
+          message: 'from_path is present exactly for renames',
+        })
       }
     }),
   'turn.diff': z
     .object({
       diff: z.string(),
       files: z.array(
-        z.object({ path: z.string().min(1), op: z.enum(FILE_OPS), from_path: z.string().min(1).optional() }).strict(),
+        z
+          .object({ path: z.string().min(1), op: z.enum(FILE_OPS), from_path: z.string().min(1).optional() })
+          .strict(),
       ),
     })
     .strict(),
@@ -153,7 +193,11 @@ export const EventData = {
     })
     .strict(),
   progress: z
-    .object({ message: z.string().min(1), phase: z.string().min(1).optional(), percent: z.number().min(0).max(100).optional() })
+    .object({
+      message: z.string().min(1),
+      phase: z.string().min(1).optional(),
+      percent: z.number().min(0).max(100).optional(),
+    })
     .strict(),
   usage: z
     .object({
@@ -173,7 +217,11 @@ export const EventData = {
     .strict()
     .superRefine((data, ctx) => {
       if (data.stop_reason === 'awaiting_approval' && !data.pending_approvals?.length) {
-        ctx.addIssue({ code: 'custom', path: ['pending_approvals'], message: 'awaiting_approval lists the pending approvals' })
+        ctx.addIssue({
+          code: 'custom',
+          path: ['pending_approvals'],
+          message: 'awaiting_approval lists the pending approvals',
+        })
       }
       if (data.stop_reason === 'awaiting_client_tool' && !data.pending_tool_calls?.length) {
         ctx.addIssue({
@@ -184,7 +232,9 @@ export const EventData = {
       }
     }),
   'turn.failed': z.object({ error: errorBody, retryable: z.boolean() }).strict(),
-  'turn.cancelled': z.object({ reason: z.string().min(1), cancelled_by: z.enum(['user', 'system']) }).strict(),
+  'turn.cancelled': z
+    .object({ reason: z.string().min(1), cancelled_by: z.enum(['user', 'system']) })
+    .strict(),
 } as const
 
 export type AgentEventType = keyof typeof EventData
@@ -246,7 +296,9 @@ export function encodeEvent(event: AgentEvent): string {
   const parsed = AgentEventSchema.safeParse(event)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
-    throw new Error(`invalid ${event.type} event: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim())
+    throw new Error(
+      `invalid ${event.type} event: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim(),
+    )
   }
   const e = parsed.data
   return `${JSON.stringify({ v: e.v, seq: e.seq, run_id: e.run_id, turn_id: e.turn_id, ts: e.ts, type: e.type, data: e.data })}\n`
@@ -327,7 +379,8 @@ export class EventSequencer {
     lastSeq: number,
     private readonly now: () => Date = () => new Date(),
   ) {
-    if (!Number.isInteger(lastSeq) || lastSeq < 0) throw new Error(`lastSeq must be an integer >= 0 (got ${lastSeq})`)
+    if (!Number.isInteger(lastSeq) || lastSeq < 0)
+      throw new Error(`lastSeq must be an integer >= 0 (got ${lastSeq})`)
     this.last = lastSeq
   }
 
@@ -336,7 +389,11 @@ export class EventSequencer {
   }
 
   /** The next durable event (seq = last + 1). Validated, so a bad payload never takes a seq. */
-  next<T extends Exclude<AgentEventType, 'heartbeat'>>(turnId: string, type: T, data: EventDataOf<T>): AgentEventOf<T> {
+  next<T extends Exclude<AgentEventType, 'heartbeat'>>(
+    turnId: string,
+    type: T,
+    data: EventDataOf<T>,
+  ): AgentEventOf<T> {
     const event = {
       v: EVENT_VERSION,
       seq: this.last + 1,
@@ -374,7 +431,11 @@ export class EventSequencer {
  * (seq > cursor, in order); a cursor past the head of the log is a 400 (the client cannot have
  * seen events that do not exist).
  */
-export function eventsAfterCursor<E extends { seq: number }>(log: readonly E[], cursor: number | undefined, headSeq: number): E[] {
+export function eventsAfterCursor<E extends { seq: number }>(
+  log: readonly E[],
+  cursor: number | undefined,
+  headSeq: number,
+): E[] {
   const from = cursor ?? 0
   if (from > headSeq) {
     throw new AppError(
@@ -401,7 +462,8 @@ export function sequenceProblems(events: readonly AgentEvent[], afterSeq = 0): s
       if (event.seq !== last) problems.push(`heartbeat seq ${event.seq} should repeat the last seq ${last}`)
       continue
     }
-    if (terminal && event.turn_id === terminal) problems.push(`seq ${event.seq} follows the terminal event of turn ${terminal}`)
+    if (terminal && event.turn_id === terminal)
+      problems.push(`seq ${event.seq} follows the terminal event of turn ${terminal}`)
     if (event.seq !== last + 1) problems.push(`seq ${event.seq} follows ${last} (expected ${last + 1})`)
     last = event.seq
     if (isTerminal(event.type)) terminal = event.turn_id
@@ -412,7 +474,14 @@ export function sequenceProblems(events: readonly AgentEvent[], afterSeq = 0): s
 // ---------------------------------------------------------------------------------------------
 // Run states
 
-export const RUN_STATES = ['running', 'awaiting_approval', 'awaiting_client_tool', 'completed', 'failed', 'cancelled'] as const
+export const RUN_STATES = [
+  'running',
+  'awaiting_approval',
+  'awaiting_client_tool',
+  'completed',
+  'failed',
+  'cancelled',
+] as const
 export type RunState = (typeof RUN_STATES)[number]
 
 /** States in which DELETE /svc/agents/runs/{runId} is a 409 (the spec's "terminal run"). */
@@ -453,7 +522,11 @@ export function nextRunState(current: RunState | undefined, trigger: RunTrigger)
           'the run already has a turn in progress; reattach with the same turn_id and body, or wait for its terminal event',
         )
       }
-      throw new AppError(409, 'run_cancelled', 'the run was cancelled; start a new run (omit run_id or use a new one)')
+      throw new AppError(
+        409,
+        'run_cancelled',
+        'the run was cancelled; start a new run (omit run_id or use a new one)',
+      )
     }
     case 'cancel': {
       if (current === undefined) throw new AppError(404, 'run_not_found', 'no such run for this account')

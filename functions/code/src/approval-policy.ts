@@ -77,7 +77,10 @@ const RISK: Record<ToolEffect, number> = {
 }
 
 function normaliseTag(tag: string): string {
-  return tag.trim().toLowerCase().replace(/[_\s]+/g, '-')
+  return tag
+    .trim()
+    .toLowerCase()
+    .replace(/[_\s]+/g, '-')
 }
 
 /** The effect class of a set of tags (see the table at the top of this file). */
@@ -157,7 +160,12 @@ export function decideApproval(mode: AgentMode, tool: PolicyTool): ApprovalDecis
   const effect = classifyTool(tool)
   const decision = MATRIX[mode][effect]
   const name = tool.executor === 'server' ? tool.name : tool.tool.name
-  const verb = decision === 'auto_approve' ? 'runs without asking' : decision === 'refuse' ? 'is refused' : 'needs approval'
+  const verb =
+    decision === 'auto_approve'
+      ? 'runs without asking'
+      : decision === 'refuse'
+        ? 'is refused'
+        : 'needs approval'
   return { decision, effect, reason: `${name} (${EFFECT_WORDS[effect]}) ${verb}: ${MODE_RULE[mode]}` }
 }
 

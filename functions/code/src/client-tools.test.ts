@@ -64,7 +64,11 @@ describe('jsonSchemaProblems', () => {
   })
 
   it('does not mutate the schema it checks', () => {
-    const schema = { type: 'object', properties: { a: { $ref: '#/$defs/a' } }, $defs: { a: { type: 'string' } } }
+    const schema = {
+      type: 'object',
+      properties: { a: { $ref: '#/$defs/a' } },
+      $defs: { a: { type: 'string' } },
+    }
     const before = JSON.stringify(schema)
     jsonSchemaProblems(schema)
     expect(JSON.stringify(schema)).toBe(before)
@@ -76,7 +80,11 @@ describe('ClientToolRegistry.validateInvocation', () => {
   const registry = new ClientToolRegistry([writeFile])
 
   it('accepts valid arguments, as an object or as the JSON text a model produced', () => {
-    const a = registry.validateInvocation('write_file', { path: 'a.txt', content: 'x', options: { backup: true } })
+    const a = registry.validateInvocation('write_file', {
+      path: 'a.txt',
+      content: 'x',
+      options: { backup: true },
+    })
     expect(a.ok).toBe(true)
     const b = registry.validateInvocation('write_file', '{"path":"b.txt","content":"","lines":[1,2]}')
     expect(b).toMatchObject({ ok: true, arguments: { path: 'b.txt', lines: [1, 2] } })
@@ -94,7 +102,9 @@ describe('ClientToolRegistry.validateInvocation', () => {
     if (r.ok) return
     expect(r.code).toBe('invalid_arguments')
     const paths = r.violations.map((v) => v.path)
-    expect(paths).toEqual(expect.arrayContaining(['', '/path', '/lines/1', '/lines/2', '/mode', '/extra', '/options/backup']))
+    expect(paths).toEqual(
+      expect.arrayContaining(['', '/path', '/lines/1', '/lines/2', '/mode', '/extra', '/options/backup']),
+    )
     // wrappers such as "Property x does not match schema" are dropped in favour of the leaves
     expect(r.violations.some((v) => v.message.includes('does not match schema'))).toBe(false)
     expect(r.violations.find((v) => v.path === '/extra')?.message).toBe('is not allowed by the schema')
@@ -106,9 +116,18 @@ describe('ClientToolRegistry.validateInvocation', () => {
     expect(registry.validateInvocation('rm_rf', {})).toMatchObject({ ok: false, code: 'unknown_tool' })
     const unknown = registry.validateInvocation('rm_rf', {})
     expect(!unknown.ok && unknown.message).toContain('registered: write_file')
-    expect(registry.validateInvocation('write_file', '{"path":')).toMatchObject({ ok: false, code: 'invalid_json' })
-    expect(registry.validateInvocation('write_file', [1])).toMatchObject({ ok: false, code: 'invalid_arguments' })
-    expect(new ClientToolRegistry().validateInvocation('x', {})).toMatchObject({ ok: false, code: 'unknown_tool' })
+    expect(registry.validateInvocation('write_file', '{"path":')).toMatchObject({
+      ok: false,
+      code: 'invalid_json',
+    })
+    expect(registry.validateInvocation('write_file', [1])).toMatchObject({
+      ok: false,
+      code: 'invalid_arguments',
+    })
+    expect(new ClientToolRegistry().validateInvocation('x', {})).toMatchObject({
+      ok: false,
+      code: 'unknown_tool',
+    })
   })
 
   it('looks tools up by exact name', () => {

@@ -84,7 +84,13 @@ export const TOOL_INPUT_META_SCHEMA = {
   },
 } as const
 
-const SCHEMA_MAP_KEYWORDS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'])
+const SCHEMA_MAP_KEYWORDS = new Set([
+  'properties',
+  'patternProperties',
+  '$defs',
+  'definitions',
+  'dependentSchemas',
+])
 const SCHEMA_LIST_KEYWORDS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items'])
 const META_RULES: Record<string, string> = {
   type: `must be one of ${INSTANCE_TYPES.map((t) => `"${t}"`).join(', ')} or a non-empty list of them without repeats`,
@@ -100,18 +106,30 @@ const META_RULES: Record<string, string> = {
   dependentRequired: 'must map property names to lists of property names',
 }
 for (const k of SCHEMA_MAP_KEYWORDS) META_RULES[k] = 'must be an object whose values are JSON Schemas'
-for (const k of ['allOf', 'anyOf', 'oneOf', 'prefixItems']) META_RULES[k] = 'must be a non-empty list of JSON Schemas'
-for (const k of ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties', 'minContains', 'maxContains']) {
+for (const k of ['allOf', 'anyOf', 'oneOf', 'prefixItems'])
+  META_RULES[k] = 'must be a non-empty list of JSON Schemas'
+for (const k of [
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'minProperties',
+  'maxProperties',
+  'minContains',
+  'maxContains',
+]) {
   META_RULES[k] = 'must be an integer >= 0'
 }
-for (const k of ['$schema', '$id', '$ref', '$anchor', 'title', 'description', 'pattern', 'format']) META_RULES[k] = 'must be a string'
+for (const k of ['$schema', '$id', '$ref', '$anchor', 'title', 'description', 'pattern', 'format'])
+  META_RULES[k] = 'must be a string'
 
 /** The rule broken at a JSON Pointer inside a tool schema, in words. */
 function metaRule(path: string): string {
   const segments = path.split('/').slice(1)
   const last = segments.at(-1) ?? ''
   const parent = segments.at(-2) ?? ''
-  const isSubschema = SCHEMA_MAP_KEYWORDS.has(parent) || (SCHEMA_LIST_KEYWORDS.has(parent) && /^\d+$/.test(last))
+  const isSubschema =
+    SCHEMA_MAP_KEYWORDS.has(parent) || (SCHEMA_LIST_KEYWORDS.has(parent) && /^\d+$/.test(last))
   if (segments.length === 0 || isSubschema) return 'must be a JSON Schema (an object or true/false)'
   return META_RULES[last] ?? 'must be a JSON Schema (an object or true/false)'
 }
@@ -227,7 +245,9 @@ export function jsonSchemaProblems(schema: unknown): string[] {
   const problems: string[] = []
   const type = schema.type
   if (type !== undefined && type !== 'object' && !(Array.isArray(type) && type.includes('object'))) {
-    problems.push(`/type: must be "object" because tool arguments are a JSON object (got ${JSON.stringify(type)})`)
+    problems.push(
+      `/type: must be "object" because tool arguments are a JSON object (got ${JSON.stringify(type)})`,
+    )
   }
   const patterns: Array<{ at: string; source: string }> = []
   collectPatterns(schema, '', patterns)
@@ -259,7 +279,12 @@ export function jsonSchemaProblems(schema: unknown): string[] {
 
 export type InvocationCheck =
   | { ok: true; tool: ClientTool; arguments: Record<string, unknown> }
-  | { ok: false; code: 'unknown_tool' | 'invalid_json' | 'invalid_arguments'; message: string; violations: SchemaViolation[] }
+  | {
+      ok: false
+      code: 'unknown_tool' | 'invalid_json' | 'invalid_arguments'
+      message: string
+      violations: SchemaViolation[]
+    }
 
 /**
  * The client tools of one turn, indexed by name, with each input schema compiled once.
@@ -364,6 +389,9 @@ export class ClientToolRegistry {
 }
 
 /** Finds a client tool by exact name. */
-export function findClientTool(tools: readonly ClientTool[] | undefined, name: string): ClientTool | undefined {
+export function findClientTool(
+  tools: readonly ClientTool[] | undefined,
+  name: string,
+): ClientTool | undefined {
   return tools?.find((tool) => tool.name === name)
 }

@@ -56,7 +56,11 @@ describe('parseTurnRequest', () => {
       enable_thinking: true,
       cursor: 0,
       client_tools: Array.from({ length: 64 }, (_, i) =>
-        tool({ name: `t${i}`.padEnd(200, 'x'), description: 'd'.repeat(1000), tags: Array.from({ length: 16 }, () => 'g'.repeat(100)) }),
+        tool({
+          name: `t${i}`.padEnd(200, 'x'),
+          description: 'd'.repeat(1000),
+          tags: Array.from({ length: 16 }, () => 'g'.repeat(100)),
+        }),
       ),
       approvals: [{ approval_id: 'ap_1', decision: 'approve' }],
       tool_results: [{ call_id: 'call_1', output: 'ok' }],
@@ -72,7 +76,12 @@ describe('parseTurnRequest', () => {
     ['model not an alias', { model: 'gpt-4o' }, 'model', 'model must be one of "svc-cell"'],
     ['mode', { mode: 'yolo' }, 'mode', 'mode must be one of "manual", "plan", "edit", "auto"'],
     ['effort', { effort: 'extreme' }, 'effort', 'effort must be one of "low"'],
-    ['enable_thinking type', { enable_thinking: 'yes' }, 'enable_thinking', 'enable_thinking must be a boolean'],
+    [
+      'enable_thinking type',
+      { enable_thinking: 'yes' },
+      'enable_thinking',
+      'enable_thinking must be a boolean',
+    ],
     ['request missing', { request: undefined }, 'request', 'request is required'],
     ['cursor negative', { cursor: -1 }, 'cursor', 'cursor must be >= 0 (got -1)'],
     ['cursor fractional', { cursor: 1.5 }, 'cursor', 'cursor must be an integer'],
@@ -93,8 +102,18 @@ describe('parseTurnRequest', () => {
   })
 
   it.each([
-    ['65 tools', { client_tools: Array.from({ length: 65 }, (_, i) => tool({ name: `t${i}` })) }, 'client_tools', 'at most 64 elements'],
-    ['name 201 chars', { client_tools: [tool({ name: 'n'.repeat(201) })] }, 'client_tools[0].name', 'at most 200 characters'],
+    [
+      '65 tools',
+      { client_tools: Array.from({ length: 65 }, (_, i) => tool({ name: `t${i}` })) },
+      'client_tools',
+      'at most 64 elements',
+    ],
+    [
+      'name 201 chars',
+      { client_tools: [tool({ name: 'n'.repeat(201) })] },
+      'client_tools[0].name',
+      'at most 200 characters',
+    ],
     ['empty name', { client_tools: [tool({ name: '' })] }, 'client_tools[0].name', 'non-empty'],
     [
       'description 1001 chars',
@@ -102,12 +121,37 @@ describe('parseTurnRequest', () => {
       'client_tools[0].description',
       'at most 1000 characters',
     ],
-    ['17 tags', { client_tools: [tool({ tags: Array.from({ length: 17 }, () => 'x') })] }, 'client_tools[0].tags', 'at most 16'],
-    ['tag 101 chars', { client_tools: [tool({ tags: ['t'.repeat(101)] })] }, 'client_tools[0].tags[0]', 'at most 100 characters'],
+    [
+      '17 tags',
+      { client_tools: [tool({ tags: Array.from({ length: 17 }, () => 'x') })] },
+      'client_tools[0].tags',
+      'at most 16',
+    ],
+    [
+      'tag 101 chars',
+      { client_tools: [tool({ tags: ['t'.repeat(101)] })] },
+      'client_tools[0].tags[0]',
+      'at most 100 characters',
+    ],
     ['missing tags', { client_tools: [tool({ tags: undefined })] }, 'client_tools[0].tags', 'is required'],
-    ['missing description', { client_tools: [tool({ description: undefined })] }, 'client_tools[0].description', 'is required'],
-    ['missing input_schema', { client_tools: [tool({ input_schema: undefined })] }, 'client_tools[0].input_schema', 'is required'],
-    ['input_schema array', { client_tools: [tool({ input_schema: [] })] }, 'client_tools[0].input_schema', 'JSON object'],
+    [
+      'missing description',
+      { client_tools: [tool({ description: undefined })] },
+      'client_tools[0].description',
+      'is required',
+    ],
+    [
+      'missing input_schema',
+      { client_tools: [tool({ input_schema: undefined })] },
+      'client_tools[0].input_schema',
+      'is required',
+    ],
+    [
+      'input_schema array',
+      { client_tools: [tool({ input_schema: [] })] },
+      'client_tools[0].input_schema',
+      'JSON object',
+    ],
     [
       'input_schema with a bad type',
       { client_tools: [tool({ input_schema: { type: 'object', properties: { a: { type: 'str' } } } })] },
@@ -116,7 +160,11 @@ describe('parseTurnRequest', () => {
     ],
     [
       'input_schema with a dangling $ref',
-      { client_tools: [tool({ input_schema: { type: 'object', properties: { a: { $ref: '#/$defs/nope' } } } })] },
+      {
+        client_tools: [
+          tool({ input_schema: { type: 'object', properties: { a: { $ref: '#/$defs/nope' } } } }),
+        ],
+      },
       'client_tools[0].input_schema',
       'does not resolve',
     ],
@@ -126,7 +174,12 @@ describe('parseTurnRequest', () => {
       'client_tools[1].name',
       'client tool name "read_file" is used twice',
     ],
-    ['reserved server tool name', { client_tools: [tool({ name: 'web_search' })] }, 'client_tools[0].name', 'reserved'],
+    [
+      'reserved server tool name',
+      { client_tools: [tool({ name: 'web_search' })] },
+      'client_tools[0].name',
+      'reserved',
+    ],
   ])('client_tools: rejects %s', (_name, patch, param, message) => {
     const err = rejection({ ...valid(), ...patch })
     expect(err.param).toBe(param)
@@ -135,7 +188,11 @@ describe('parseTurnRequest', () => {
 
   it.each([
     ['approval decision', { approvals: [{ approval_id: 'a', decision: 'maybe' }] }, 'approvals[0].decision'],
-    ['approval unknown field', { approvals: [{ approval_id: 'a', decision: 'deny', note: 'x' }] }, 'approvals[0]'],
+    [
+      'approval unknown field',
+      { approvals: [{ approval_id: 'a', decision: 'deny', note: 'x' }] },
+      'approvals[0]',
+    ],
     [
       'duplicate approval',
       {
@@ -240,15 +297,23 @@ describe('assertAnswersPending', () => {
       }
       return 'none'
     }
-    expect(code(() => assertAnswersPending(pending, { tool_results: [{ call_id: 'call_9', output: 'x', is_error: false }] }))).toMatch(
-      /^approval_answer_required:.*ap_1/,
-    )
-    expect(code(() => assertAnswersPending(pending, { approvals: [{ approval_id: 'ap_1', decision: 'approve' }] }))).toMatch(
-      /^tool_result_required:.*call_9/,
-    )
-    expect(code(() => assertAnswersPending(pending, { approvals: [{ approval_id: 'ap_2', decision: 'approve' }] }))).toMatch(
-      /^unknown_approval:.*ap_2.*pending: ap_1/,
-    )
+    expect(
+      code(() =>
+        assertAnswersPending(pending, {
+          tool_results: [{ call_id: 'call_9', output: 'x', is_error: false }],
+        }),
+      ),
+    ).toMatch(/^approval_answer_required:.*ap_1/)
+    expect(
+      code(() =>
+        assertAnswersPending(pending, { approvals: [{ approval_id: 'ap_1', decision: 'approve' }] }),
+      ),
+    ).toMatch(/^tool_result_required:.*call_9/)
+    expect(
+      code(() =>
+        assertAnswersPending(pending, { approvals: [{ approval_id: 'ap_2', decision: 'approve' }] }),
+      ),
+    ).toMatch(/^unknown_approval:.*ap_2.*pending: ap_1/)
     expect(code(() => assertAnswersPending({ approvals: [], toolCalls: [] }, {}))).toBe('none')
   })
 })

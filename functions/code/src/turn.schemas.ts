@@ -44,7 +44,9 @@ export const ClientToolSchema = z.object({
     .max(LIMITS.toolName, { error: `name must be at most ${LIMITS.toolName} characters` }),
   description: z
     .string()
-    .max(LIMITS.toolDescription, { error: `description must be at most ${LIMITS.toolDescription} characters` }),
+    .max(LIMITS.toolDescription, {
+      error: `description must be at most ${LIMITS.toolDescription} characters`,
+    }),
   input_schema: object().superRefine((schema, ctx) => {
     const problems = jsonSchemaProblems(schema)
     if (problems.length > 0) {
@@ -80,7 +82,13 @@ export const ToolResultSchema = z
   .strict()
 export type ToolResult = z.infer<typeof ToolResultSchema>
 
-function uniqueBy<T>(items: readonly T[], key: (item: T) => string, field: string, ctx: z.RefinementCtx, what: string) {
+function uniqueBy<T>(
+  items: readonly T[],
+  key: (item: T) => string,
+  field: string,
+  ctx: z.RefinementCtx,
+  what: string,
+) {
   const first = new Map<string, number>()
   items.forEach((item, index) => {
     const value = key(item)
@@ -154,7 +162,8 @@ function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing'
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
-  if (typeof value === 'string') return value.length > 40 ? `a ${value.length}-character string` : JSON.stringify(value)
+  if (typeof value === 'string')
+    return value.length > 40 ? `a ${value.length}-character string` : JSON.stringify(value)
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
   return `a ${typeof value}`
 }
@@ -187,7 +196,9 @@ export function describeIssue(issue: z.core.$ZodIssue): string {
     case 'too_small':
       if (issue.origin === 'array') return `${path} must have at least ${issue.minimum} elements`
       if (issue.origin === 'string') {
-        return issue.minimum === 1 ? `${path} must be a non-empty string` : `${path} must be at least ${issue.minimum} characters`
+        return issue.minimum === 1
+          ? `${path} must be a non-empty string`
+          : `${path} must be at least ${issue.minimum} characters`
       }
       return `${path} must be >= ${issue.minimum} (got ${describeValue(issue.input)})`
     case 'invalid_format':
@@ -215,7 +226,11 @@ export function zodIssuesToAppError(issues: readonly z.core.$ZodIssue[], code: s
 /** Parses and validates a turn request body; throws AppError 400 `invalid_turn_request`. */
 export function parseTurnRequest(body: unknown): TurnRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new AppError(400, 'invalid_turn_request', `the turn request must be a JSON object (got ${describeValue(body)})`)
+    throw new AppError(
+      400,
+      'invalid_turn_request',
+      `the turn request must be a JSON object (got ${describeValue(body)})`,
+    )
   }
   const parsed = TurnRequestSchema.safeParse(body, { reportInput: true })
   if (!parsed.success) throw zodIssuesToAppError(parsed.error.issues, 'invalid_turn_request')
@@ -237,9 +252,14 @@ export function assertThinkingSupported(
     thinkers.length > 0
       ? `choose a model that supports it (${thinkers.join(', ')}) or set enable_thinking to false`
       : 'set enable_thinking to false'
-  throw new AppError(400, 'thinking_not_supported', `model ${model} does not support thinking mode; ${hint}`, {
-    param: 'enable_thinking',
-  })
+  throw new AppError(
+    400,
+    'thinking_not_supported',
+    `model ${model} does not support thinking mode; ${hint}`,
+    {
+      param: 'enable_thinking',
+    },
+  )
 }
 
 /** JSON with object keys sorted at every depth; arrays keep their order. */
@@ -296,7 +316,10 @@ export interface PendingWork {
  * client tool call must be answered, and nothing else may be. Throws AppError 400 naming the
  * missing or unknown ids (the run's state is unchanged, so the client can resend).
  */
-export function assertAnswersPending(pending: PendingWork, request: Pick<TurnRequest, 'approvals' | 'tool_results'>): void {
+export function assertAnswersPending(
+  pending: PendingWork,
+  request: Pick<TurnRequest, 'approvals' | 'tool_results'>,
+): void {
   const approvals = request.approvals ?? []
   const results = request.tool_results ?? []
   const unknownApproval = approvals.findIndex((a) => !pending.approvals.includes(a.approval_id))

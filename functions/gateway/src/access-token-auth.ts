@@ -8,6 +8,14 @@ import { AppError } from '../../../shared/http/errors'
 import type { Identity } from '../../../shared/worker/request-context'
 import type { GatewayEnv } from './gateway.context'
 
-export async function authenticateAccessToken(_token: string, _request: Request, _env: GatewayEnv): Promise<Identity> {
-  throw new AppError(401, 'access_tokens_unavailable', 'Access tokens are not accepted by this deployment yet; use an API key.')
+export async function authenticateAccessToken(
+  _token: string,
+  _request: Request,
+  _env: GatewayEnv,
+): Promise<Identity> {
+  throw new AppError(
+    401,
+    'access_tokens_unavailable',
+    'Access tokens are not accepted by this deployment yet; use an API key.',
+  )
 }

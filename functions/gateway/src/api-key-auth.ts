@@ -45,7 +45,11 @@ function remember(hash: string, entry: CacheEntry): void {
 
 function refuse(reason: 'unknown' | 'revoked'): never {
   throw reason === 'revoked'
-    ? new AppError(401, 'revoked_api_key', 'This API key has been revoked. Create a new key in your workspace.')
+    ? new AppError(
+        401,
+        'revoked_api_key',
+        'This API key has been revoked. Create a new key in your workspace.',
+      )
     : new AppError(401, 'invalid_api_key', 'The API key is not valid. Check that you copied the whole key.')
 }
 
@@ -57,7 +61,10 @@ function touch(env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, keyId:
     (async () => {
       const database = openDatabase(env, { max: 1 })
       try {
-        await database.db.update(apiKeys).set({ lastUsedAt: new Date(now) }).where(eq(apiKeys.id, keyId))
+        await database.db
+          .update(apiKeys)
+          .set({ lastUsedAt: new Date(now) })
+          .where(eq(apiKeys.id, keyId))
       } catch (err) {
         console.error(JSON.stringify({ level: 'warn', event: 'api_key_touch_failed', detail: String(err) }))
       } finally {
@@ -67,7 +74,11 @@ function touch(env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, keyId:
   )
 }
 
-export async function authenticateApiKey(key: string, env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>): Promise<Identity> {
+export async function authenticateApiKey(
+  key: string,
+  env: GatewayEnv,
+  ctx: Pick<ExecutionContext, 'waitUntil'>,
+): Promise<Identity> {
   const mode = apiKeyMode(key)
   if (!mode) refuse('unknown')
   const hash = await hashApiKey(key)
@@ -80,16 +91,18 @@ export async function authenticateApiKey(key: string, env: GatewayEnv, ctx: Pick
   }
 
   const database = openDatabase(env, { max: 1 })
-  let row: {
-    id: string
-    tenantId: string
-    mode: 'live' | 'test'
-    role: 'owner' | 'admin' | 'member'
-    scopes: string[]
-    keyHash: string
-    revokedAt: Date | null
-    planId: string
-  } | undefined
+  let row:
+    | {
+        id: string
+        tenantId: string
+        mode: 'live' | 'test'
+        role: 'owner' | 'admin' | 'member'
+        scopes: string[]
+        keyHash: string
+        revokedAt: Date | null
+        planId: string
+      }
+    | undefined
   try {
     ;[row] = await database.db
       .select({
@@ -107,10 +120,15 @@ export async function authenticateApiKey(key: string, env: GatewayEnv, ctx: Pick
       .where(eq(apiKeys.keyHash, hash))
       .limit(1)
   } catch (err) {
-    throw new AppError(503, 'credential_store_unavailable', 'Credentials cannot be verified right now; retry shortly.', {
-      internalMessage: `api key lookup failed: ${String(err)}`,
-      headers: { 'retry-after': '1' },
-    })
+    throw new AppError(
+      503,
+      'credential_store_unavailable',
+      'Credentials cannot be verified right now; retry shortly.',
+      {
+        internalMessage: `api key lookup failed: ${String(err)}`,
+        headers: { 'retry-after': '1' },
+      },
+    )
   } finally {
     ctx.waitUntil(database.close())
   }

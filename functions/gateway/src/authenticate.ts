@@ -13,18 +13,34 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 
 export function bearerCredential(header: string | null): string {
   if (!header) {
-    throw new AppError(401, 'missing_credential', 'Send a credential as "Authorization: Bearer <API key or access token>".')
+    throw new AppError(
+      401,
+      'missing_credential',
+      'Send a credential as "Authorization: Bearer <API key or access token>".',
+    )
   }
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
   if (!match) {
-    throw new AppError(401, 'invalid_authorization_header', 'The Authorization header must be "Bearer <API key or access token>".')
+    throw new AppError(
+      401,
+      'invalid_authorization_header',
+      'The Authorization header must be "Bearer <API key or access token>".',
+    )
   }
   return match[1]!
 }
 
-export async function authenticate(request: Request, env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>): Promise<Identity> {
+export async function authenticate(
+  request: Request,
+  env: GatewayEnv,
+  ctx: Pick<ExecutionContext, 'waitUntil'>,
+): Promise<Identity> {
   const credential = bearerCredential(request.headers.get('authorization'))
   if (credential.startsWith('svc_sk_')) return authenticateApiKey(credential, env, ctx)
   if (JWT_SHAPE.test(credential)) return authenticateAccessToken(credential, request, env)
-  throw new AppError(401, 'invalid_credential', 'The bearer credential is neither an API key nor an access token.')
+  throw new AppError(
+    401,
+    'invalid_credential',
+    'The bearer credential is neither an API key nor an access token.',
+  )
 }

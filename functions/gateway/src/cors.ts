@@ -62,7 +62,10 @@ export function preflight(request: Request, origin: string | null, requestId: st
     headers.set('access-control-allow-methods', METHODS)
     const asked = request.headers.get('access-control-request-headers')
     if (asked) {
-      const allowed = asked.split(',').filter(isAllowedHeader).map((h) => h.trim())
+      const allowed = asked
+        .split(',')
+        .filter(isAllowedHeader)
+        .map((h) => h.trim())
       if (allowed.length) headers.set('access-control-allow-headers', allowed.join(', '))
     }
     headers.set('access-control-max-age', '86400')

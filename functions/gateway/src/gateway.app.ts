@@ -4,8 +4,7 @@
  * binding with a typed request context. Errors are rendered by one handler.
  */
 import { Hono } from 'hono'
-import { isJsonContentType } from '../../../shared/http/body'
-import { formatBytes } from '../../../shared/http/body'
+import { formatBytes, isJsonContentType } from '../../../shared/http/body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import { FAMILY_BINDING, type RouteSpec, RouteTable } from '../../../shared/routing/route-table'
 import { logError } from '../../../shared/worker/family-app'
@@ -55,7 +54,7 @@ function checkBody(route: RouteSpec, request: Request): void {
   const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
   if (!hasBody) return
   const type = request.headers.get('content-type')
-  const base = type?.split(';', 1)[0]!.trim().toLowerCase() ?? ''
+  const base = (type ?? '').split(';', 1)[0]!.trim().toLowerCase()
   const ok =
     rule.kind === 'json'
       ? isJsonContentType(type)
@@ -108,7 +107,11 @@ gatewayApp.use(async (c, next) => {
   c.set('requestId', requestId)
   c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || new URL(c.req.url).origin)
   await next()
-  c.res = decorate(c.res, requestId, allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS))
+  c.res = decorate(
+    c.res,
+    requestId,
+    allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS),
+  )
 })
 
 gatewayApp.onError((err, c) => {
@@ -137,7 +140,11 @@ gatewayApp.all('*', async (c) => {
   const request = c.req.raw
   const requestId = c.get('requestId')
   if (request.method === 'OPTIONS') {
-    return preflight(request, allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS), requestId)
+    return preflight(
+      request,
+      allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS),
+      requestId,
+    )
   }
   const url = new URL(request.url)
   const lookup = routes.lookup(request.method, url.pathname)
@@ -151,13 +158,18 @@ gatewayApp.all('*', async (c) => {
       baseUrl: c.get('baseUrl'),
     })
   }
-  if (lookup.kind === 'method_not_allowed' && lookup.public) throw methodNotAllowed(request.method, url, lookup.allow)
+  if (lookup.kind === 'method_not_allowed' && lookup.public)
+    throw methodNotAllowed(request.method, url, lookup.allow)
 
   const identity = await authenticate(request, c.env, c.executionCtx)
   checkTenant(identity, request, url)
 
   if (lookup.kind === 'not_found') {
-    throw new AppError(404, 'not_found', `No endpoint at ${url.pathname}. See ${c.get('baseUrl')}/openapi.json for the API.`)
+    throw new AppError(
+      404,
+      'not_found',
+      `No endpoint at ${url.pathname}. See ${c.get('baseUrl')}/openapi.json for the API.`,
+    )
   }
   if (lookup.kind === 'method_not_allowed') throw methodNotAllowed(request.method, url, lookup.allow)
 
@@ -173,7 +185,12 @@ gatewayApp.all('*', async (c) => {
 
 function methodNotAllowed(method: string, url: URL, allow: string[]): AppError {
   const allowed = allow.includes('GET') ? [...allow, 'HEAD'] : allow
-  return new AppError(405, 'method_not_allowed', `${method} is not allowed on ${url.pathname}; use ${allowed.join(' or ')}.`, {
-    headers: { allow: [...allowed, 'OPTIONS'].join(', ') },
-  })
+  return new AppError(
+    405,
+    'method_not_allowed',
+    `${method} is not allowed on ${url.pathname}; use ${allowed.join(' or ')}.`,
+    {
+      headers: { allow: [...allowed, 'OPTIONS'].join(', ') },
+    },
+  )
 }

@@ -17,9 +17,14 @@ healthRoutes.get('/readyz', async (c) => {
     } finally {
       c.executionCtx.waitUntil(database.close())
     }
-    return c.json({ status: 'ready', checks: { database: { status: 'ok', latency_ms: Date.now() - started } } })
+    return c.json({
+      status: 'ready',
+      checks: { database: { status: 'ok', latency_ms: Date.now() - started } },
+    })
   } catch (err) {
     console.error(JSON.stringify({ level: 'error', event: 'readiness_failed', detail: String(err) }))
-    return c.json({ status: 'unavailable', checks: { database: { status: 'error' } } }, 503, { 'retry-after': '5' })
+    return c.json({ status: 'unavailable', checks: { database: { status: 'error' } } }, 503, {
+      'retry-after': '5',
+    })
   }
 })

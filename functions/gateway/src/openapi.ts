@@ -16,7 +16,11 @@ interface OpenApiPart {
 
 const GATEWAY_PATHS = {
   '/healthz': {
-    get: { tags: ['Operations'], summary: 'Liveness (public)', responses: { 200: { description: 'The gateway is running' } } },
+    get: {
+      tags: ['Operations'],
+      summary: 'Liveness (public)',
+      responses: { 200: { description: 'The gateway is running' } },
+    },
   },
   '/readyz': {
     get: {
@@ -26,10 +30,18 @@ const GATEWAY_PATHS = {
     },
   },
   '/openapi.json': {
-    get: { tags: ['Operations'], summary: 'This document (public)', responses: { 200: { description: 'OpenAPI 3.1' } } },
+    get: {
+      tags: ['Operations'],
+      summary: 'This document (public)',
+      responses: { 200: { description: 'OpenAPI 3.1' } },
+    },
   },
   '/docs': {
-    get: { tags: ['Operations'], summary: 'Human-readable API reference (public)', responses: { 200: { description: 'HTML' } } },
+    get: {
+      tags: ['Operations'],
+      summary: 'Human-readable API reference (public)',
+      responses: { 200: { description: 'HTML' } },
+    },
   },
 }
 
@@ -55,7 +67,10 @@ let cached: Promise<Record<string, unknown>> | null = null
 export async function composeOpenApi(env: GatewayEnv, baseUrl: string): Promise<Record<string, unknown>> {
   const parts = (await Promise.all(FAMILIES.map((f) => env[FAMILY_BINDING[f]].openapi()))) as OpenApiPart[]
   const paths: Record<string, Record<string, unknown>> = { ...GATEWAY_PATHS }
-  const components: Record<string, Record<string, unknown>> = { schemas: { Error: ERROR_SCHEMA }, securitySchemes: {} }
+  const components: Record<string, Record<string, unknown>> = {
+    schemas: { Error: ERROR_SCHEMA },
+    securitySchemes: {},
+  }
   for (const part of parts) {
     for (const [path, ops] of Object.entries(part.paths ?? {})) paths[path] = { ...paths[path], ...ops }
     for (const [kind, entries] of Object.entries(part.components ?? {})) {
@@ -82,7 +97,10 @@ function escapeHtml(s: string): string {
 }
 
 export function renderReference(doc: Record<string, unknown>): string {
-  const paths = doc.paths as Record<string, Record<string, { summary?: string; description?: string; tags?: string[] }>>
+  const paths = doc.paths as Record<
+    string,
+    Record<string, { summary?: string; description?: string; tags?: string[] }>
+  >
   const rows: string[] = []
   for (const [path, ops] of Object.entries(paths)) {
     for (const [method, op] of Object.entries(ops)) {

@@ -5,7 +5,10 @@ import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { KnowledgeEnv } from './knowledge.context'
 
 /** Runs `work` with a request-scoped database; closes it after the response. */
-export async function withDatabase<T>(c: Context<FamilyEnv<KnowledgeEnv>>, work: (db: Drizzle) => Promise<T>): Promise<T> {
+export async function withDatabase<T>(
+  c: Context<FamilyEnv<KnowledgeEnv>>,
+  work: (db: Drizzle) => Promise<T>,
+): Promise<T> {
   const database = openDatabase(c.env, { max: 1 })
   try {
     return await work(database.db)

@@ -2,8 +2,8 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { feedback } from '../../../shared/db/schema'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { withDatabase } from './database'
-import { AnyJsonObject, FeedbackReceiptSchema } from './knowledge.schemas'
 import type { KnowledgeEnv } from './knowledge.context'
+import { AnyJsonObject, FeedbackReceiptSchema } from './knowledge.schemas'
 
 export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
   app.openapi(
@@ -35,7 +35,12 @@ export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
         return inserted!
       })
       return c.json(
-        { id: row.id, object: 'feedback' as const, status: 'accepted' as const, created_at: row.createdAt.toISOString() },
+        {
+          id: row.id,
+          object: 'feedback' as const,
+          status: 'accepted' as const,
+          created_at: row.createdAt.toISOString(),
+        },
         200,
       )
     },

@@ -12,14 +12,21 @@ export const RetrievalRequestSchema = z
   .openapi('RetrievalRequest')
 
 export const FeedbackReceiptSchema = z
-  .object({ id: z.string().uuid(), object: z.literal('feedback'), status: z.literal('accepted'), created_at: z.string() })
+  .object({
+    id: z.string().uuid(),
+    object: z.literal('feedback'),
+    status: z.literal('accepted'),
+    created_at: z.string(),
+  })
   .openapi('FeedbackReceipt')
 
 export const MemorySchema = z
   .object({
     id: z.string().uuid(),
     object: z.literal('memory'),
-    content: z.string().openapi({ description: 'Searchable text: `content` or `text` of the body, else the body as JSON' }),
+    content: z
+      .string()
+      .openapi({ description: 'Searchable text: `content` or `text` of the body, else the body as JSON' }),
     body: AnyJsonObject,
     created_at: z.string(),
   })
@@ -35,5 +42,9 @@ export const MemorySearchResultSchema = z
 
 export const MemoryListQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(50),
-  before: z.string().datetime({ offset: true }).optional().openapi({ description: 'created_at cursor from the last page' }),
+  before: z
+    .string()
+    .datetime({ offset: true })
+    .optional()
+    .openapi({ description: 'created_at cursor from the last page' }),
 })

@@ -45,7 +45,9 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       tags: ['Knowledge'],
       summary: 'Create a personal memory record (any JSON object)',
       request: { body: { required: true, content: { 'application/json': { schema: AnyJsonObject } } } },
-      responses: { 200: { description: 'Created', content: { 'application/json': { schema: MemorySchema } } } },
+      responses: {
+        200: { description: 'Created', content: { 'application/json': { schema: MemorySchema } } },
+      },
     }),
     async (c) => {
       const identity = identityOf(c)
@@ -75,7 +77,9 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       tags: ['Knowledge'],
       summary: 'List your memory records, newest first',
       request: { query: MemoryListQuerySchema },
-      responses: { 200: { description: 'Memories', content: { 'application/json': { schema: MemoryListSchema } } } },
+      responses: {
+        200: { description: 'Memories', content: { 'application/json': { schema: MemoryListSchema } } },
+      },
     }),
     async (c) => {
       const identity = identityOf(c)
@@ -94,7 +98,10 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
           .orderBy(desc(memories.createdAt), desc(memories.id))
           .limit(limit + 1),
       )
-      return c.json({ object: 'list' as const, data: rows.slice(0, limit).map(render), has_more: rows.length > limit }, 200)
+      return c.json(
+        { object: 'list' as const, data: rows.slice(0, limit).map(render), has_more: rows.length > limit },
+        200,
+      )
     },
   )
 
@@ -104,9 +111,14 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       path: '/svc/memories/search',
       tags: ['Knowledge'],
       summary: 'Search your memory records (full-text ranking)',
-      request: { body: { required: true, content: { 'application/json': { schema: RetrievalRequestSchema } } } },
+      request: {
+        body: { required: true, content: { 'application/json': { schema: RetrievalRequestSchema } } },
+      },
       responses: {
-        200: { description: 'Matches, best first', content: { 'application/json': { schema: MemorySearchResultSchema } } },
+        200: {
+          description: 'Matches, best first',
+          content: { 'application/json': { schema: MemorySearchResultSchema } },
+        },
       },
     }),
     async (c) => {
@@ -135,7 +147,10 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
           .limit(k),
       )
       return c.json(
-        { object: 'list' as const, data: rows.map((r) => ({ ...render(r), score: Number(r.score.toFixed(6)) })) },
+        {
+          object: 'list' as const,
+          data: rows.map((r) => ({ ...render(r), score: Number(r.score.toFixed(6)) })),
+        },
         200,
       )
     },

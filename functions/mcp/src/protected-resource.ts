@@ -5,8 +5,9 @@
  * (the spec's path) describes the MCP endpoint, since that is the OAuth-protected resource clients
  * discover. `resource` always matches the URL the metadata was fetched from (RFC 9728 §3.3).
  */
-import { createRoute } from '@hono/zod-openapi'
+
 import type { OpenAPIHono } from '@hono/zod-openapi'
+import { createRoute } from '@hono/zod-openapi'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { MCP_SCOPES, type ProtectedResourceMetadata, ProtectedResourceMetadataSchema } from './mcp.schemas'
 

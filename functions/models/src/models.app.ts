@@ -22,7 +22,9 @@ modelsApp.openAPIRegistry.registerPath(
     path: '/svc/models',
     tags: ['Models'],
     summary: 'List model aliases and their immutable dated snapshots (public)',
-    responses: { 200: { description: 'Model list', content: { 'application/json': { schema: ModelListSchema } } } },
+    responses: {
+      200: { description: 'Model list', content: { 'application/json': { schema: ModelListSchema } } },
+    },
   }),
 )
 modelsApp.get('/svc/models', (c) => {
@@ -35,9 +37,13 @@ modelsApp.openAPIRegistry.registerPath(
     method: 'get',
     path: '/svc/router/models',
     tags: ['Models'],
-    summary: 'Provider-facing catalog: prices, modalities, features, capacity, datacenters, launch state (public)',
+    summary:
+      'Provider-facing catalog: prices, modalities, features, capacity, datacenters, launch state (public)',
     responses: {
-      200: { description: 'Router catalog', content: { 'application/json': { schema: RouterCatalogSchema } } },
+      200: {
+        description: 'Router catalog',
+        content: { 'application/json': { schema: RouterCatalogSchema } },
+      },
     },
   }),
 )

@@ -1,0 +1,4 @@
+import type { TestProject } from 'vitest/node'
+import { setupStack } from './stack.setup.ts'
+
+export default (project: TestProject) => setupStack(project, 'pglite')
