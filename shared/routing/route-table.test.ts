@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest'
+import { FAMILIES, ROUTES, RouteTable } from './route-table'
+
+const table = new RouteTable()
+
+describe('RouteTable', () => {
+  it('matches exact and parameterised paths to their family', () => {
+    const exact = table.lookup('POST', '/svc/chat/completions')
+    expect(exact.kind === 'match' && exact.match.route.family).toBe('chat')
+    const param = table.lookup('DELETE', '/svc/agents/runs/5b0c6b8e-3f2a-4c1d-9e7f-0a1b2c3d4e5f')
+    expect(param).toMatchObject({
+      kind: 'match',
+      match: { params: { runId: '5b0c6b8e-3f2a-4c1d-9e7f-0a1b2c3d4e5f' } },
+    })
+  })
+
+  it('treats a trailing slash as the same path and HEAD as GET', () => {
+    expect(table.lookup('GET', '/svc/models/').kind).toBe('match')
+    expect(table.lookup('HEAD', '/svc/models').kind).toBe('match')
+  })
+
+  it('reports the allowed methods for a known path with another method', () => {
+    expect(table.lookup('PUT', '/svc/memories')).toEqual({
+      kind: 'method_not_allowed',
+      allow: ['GET', 'POST'],
+      public: false,
+    })
+    expect(table.lookup('POST', '/svc/models')).toMatchObject({ kind: 'method_not_allowed', public: true })
+  })
+
+  it('does not let a parameter swallow extra segments', () => {
+    expect(table.lookup('GET', '/svc/agents/runs/a/b').kind).toBe('not_found')
+    expect(table.lookup('GET', '/svc/modelsX').kind).toBe('not_found')
+  })
+
+  it('routes every family, and only the spec public paths are public', () => {
+    expect(new Set(ROUTES.map((r) => r.family))).toEqual(new Set(FAMILIES))
+    const publicPaths = ROUTES.filter((r) => r.access === 'public').map((r) => `${r.method} ${r.path}`)
+    expect(publicPaths).toEqual([
+      'GET /svc/models',
+      'GET /svc/router/models',
+      'GET /oauth/protected-resource',
+      'GET /.well-known/oauth-protected-resource',
+      'GET /.well-known/oauth-protected-resource/mcp',
+      'POST /auth/service-token',
+      'POST /auth/login',
+      'POST /auth/token/refresh',
+      'GET /.well-known/jwks.json',
+    ])
+  })
+
+  it('refuses a table with a duplicate route', () => {
+    expect(() => new RouteTable([ROUTES[0]!, ROUTES[0]!])).toThrow(/duplicate route/)
+  })
+})
