@@ -5,9 +5,12 @@
  */
 import { sql } from 'drizzle-orm'
 import {
+  bigint,
+  boolean,
   index,
   integer,
   jsonb,
+  numeric,
   pgTable,
   primaryKey,
   text,
@@ -128,3 +131,148 @@ export const memories = pgTable(
   },
   (t) => [index('memories_owner_idx').on(t.tenantId, t.ownerId, t.createdAt)],
 )
+
+// ---------------------------------------------------------------------------------------------
+// Identity: service accounts, users' refresh-token families, login throttling.
+
+export const AUDIENCES = ['platform', 'internal-service', 'external-api'] as const
+
+/** Service accounts exchange their secret for an access token; the secret is stored as a slow hash. */
+export const serviceAccounts = pgTable(
+  'service_accounts',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tenantId: uuid('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    secretHash: text('secret_hash').notNull(),
+    audiences: text('audiences', { enum: AUDIENCES }).array().notNull(),
+    scopes: text('scopes').array().notNull().default(sql`'{}'::text[]`),
+    createdBy: text('created_by'),
+    createdAt: createdAt(),
+    rotatedAt: timestamp('rotated_at', { withTimezone: true }),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [index('service_accounts_tenant_idx').on(t.tenantId)],
+)
+
+/** One family per login; every refresh rotates within it. Reuse of a spent token revokes the family. */
+export const refreshTokenFamilies = pgTable(
+  'refresh_token_families',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tenantId: uuid('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    revokedReason: text('revoked_reason'),
+  },
+  (t) => [index('refresh_families_user_idx').on(t.userId)],
+)
+
+export const refreshTokens = pgTable(
+  'refresh_tokens',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    familyId: uuid('family_id')
+      .notNull()
+      .references(() => refreshTokenFamilies.id, { onDelete: 'cascade' }),
+    tokenHash: text('token_hash').notNull(),
+    parentId: uuid('parent_id'),
+    issuedAt: timestamp('issued_at', { withTimezone: true }).notNull().defaultNow(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    usedAt: timestamp('used_at', { withTimezone: true }),
+  },
+  (t) => [uniqueIndex('refresh_tokens_hash_idx').on(t.tokenHash), index('refresh_tokens_family_idx').on(t.familyId)],
+)
+
+/** Failed-login counters per account (`account:<email>`) and per client address (`address:<ip>`). */
+export const loginThrottle = pgTable('login_throttle', {
+  key: text('key').primaryKey(),
+  failures: integer('failures').notNull().default(0),
+  windowStartedAt: timestamp('window_started_at', { withTimezone: true }).notNull().defaultNow(),
+  lockedUntil: timestamp('locked_until', { withTimezone: true }),
+})
+
+// ---------------------------------------------------------------------------------------------
+// Crypto policy: one policy per tenant (absent row = the Default preset) and recorded violations.
+
+export const cryptoPolicies = pgTable('crypto_policies', {
+  tenantId: uuid('tenant_id')
+    .primaryKey()
+    .references(() => tenants.id, { onDelete: 'cascade' }),
+  preset: text('preset'),
+  policy: jsonb('policy').notNull(),
+  updatedBy: text('updated_by'),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+export const cryptoPolicyViolations = pgTable(
+  'crypto_policy_violations',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tenantId: uuid('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    algorithm: text('algorithm').notNull(),
+    context: text('context').notNull(),
+    mode: text('mode', { enum: ['audit', 'enforce'] }).notNull(),
+    blocked: boolean('blocked').notNull(),
+    rules: jsonb('rules').notNull(),
+    principal: text('principal').notNull(),
+    requestId: text('request_id').notNull(),
+    method: text('method').notNull(),
+    path: text('path').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('crypto_violations_tenant_idx').on(t.tenantId, t.createdAt)],
+)
+
+// ---------------------------------------------------------------------------------------------
+// Metering: every metered request once (idempotent by tenant + request id), and the tenant's
+// balances for the current allowance period.
+
+export const usageLedger = pgTable(
+  'usage_ledger',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tenantId: uuid('tenant_id')
+      .notNull()
+      .references(() => tenants.id, { onDelete: 'cascade' }),
+    requestId: text('request_id').notNull(),
+    principal: text('principal').notNull(),
+    mode: text('mode', { enum: API_KEY_MODES }).notNull(),
+    endpoint: text('endpoint').notNull(),
+    model: text('model').notNull(),
+    provider: text('provider').notNull(),
+    promptTokens: integer('prompt_tokens').notNull(),
+    completionTokens: integer('completion_tokens').notNull(),
+    cachedTokens: integer('cached_tokens').notNull().default(0),
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+    creditsCents: numeric('credits_cents', { precision: 14, scale: 4 }).notNull(),
+    estimated: boolean('estimated').notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('usage_ledger_request_idx').on(t.tenantId, t.requestId),
+    index('usage_ledger_tenant_time_idx').on(t.tenantId, t.createdAt),
+  ],
+)
+
+export const tenantBalances = pgTable('tenant_balances', {
+  tenantId: uuid('tenant_id')
+    .primaryKey()
+    .references(() => tenants.id, { onDelete: 'cascade' }),
+  periodStart: timestamp('period_start', { withTimezone: true }).notNull(),
+  tokensUsed: bigint('tokens_used', { mode: 'number' }).notNull().default(0),
+  creditsBalanceCents: numeric('credits_balance_cents', { precision: 14, scale: 4 }).notNull().default('0'),
+  overageCents: numeric('overage_cents', { precision: 14, scale: 4 }).notNull().default('0'),
+  usageCreditsEnabled: boolean('usage_credits_enabled').notNull().default(false),
+  spendCapCents: integer('spend_cap_cents'),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+})
