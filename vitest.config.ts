@@ -28,8 +28,24 @@ export default defineConfig({
             'durable-objects/**/*.test.ts',
             'test/unit/**/*.test.ts',
           ],
+          exclude: ['**/*.do.test.ts', '**/node_modules/**'],
         },
       },
+      // Durable Objects run inside the worker that hosts them (its wrangler config), so alarms,
+      // storage and RPC are the real ones; tests drive alarms with runDurableObjectAlarm.
+      ...(
+        [
+          ['chat', 'rate-limiter'],
+          ['code', 'agent-run'],
+        ] as const
+      ).map(([family, durableObject]) => ({
+        plugins: [cloudflareTest({ wrangler: { configPath: `functions/${family}/wrangler.toml` } })],
+        test: {
+          name: `do-${family}`,
+          include: [`durable-objects/${durableObject}*.do.test.ts`, `functions/${family}/**/*.do.test.ts`],
+          passWithNoTests: true,
+        },
+      })),
       ...(['pglite', 'postgres'] as const).map((kind) => ({
         test: {
           name: `e2e-${kind}`,
