@@ -91,7 +91,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         modulesRoot: path.dirname(outfile),
         modulesRules: undefined,
         rootPath: undefined,
-        bindings: { ...workerOptions.bindings, ...dbEnv, ...options.bindings },
+        bindings: { ...(workerOptions.bindings as Record<string, unknown>), ...dbEnv, ...options.bindings },
       } as LegacyWorkerOptions)
     }
     const gatewayIndex = workers.findIndex((w) => w.name === 'svc-gateway')

@@ -3,7 +3,7 @@
  * or a scratch database on the real PostgreSQL server), adds a second tenant and a revoked key
  * through the running stack's database, and hands everything to the tests via `inject('stack')`.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { TestProject } from 'vitest/node'
@@ -14,6 +14,16 @@ import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts
 import { createScratchDatabase } from '../support/scratch-postgres.ts'
 import { launchStack } from '../support/stack-process.ts'
 
+/**
+ * Local fakes of what is outside the product (model, search, speech providers...). Every module in
+ * test/e2e/fakes/ default-exports a `FakeService`; each is started before the stack, its `env` is
+ * given to `npm start`, and its `provide` reaches the tests as `inject('stack').fakes[name]`.
+ */
+export interface FakeService {
+  name: string
+  start(): Promise<{ env: Record<string, string>; provide?: Record<string, unknown>; stop(): Promise<void> }>
+}
+
 export interface StackFixture {
   kind: 'pglite' | 'postgres'
   baseUrl: string
@@ -21,6 +31,7 @@ export interface StackFixture {
   databaseUrl: string | null
   tenantA: { id: string; testKey: string; liveKey: string; revokedKey: string }
   tenantB: { id: string; liveKey: string; testKey: string }
+  fakes: Record<string, Record<string, unknown>>
 }
 
 declare module 'vitest' {
@@ -32,7 +43,19 @@ declare module 'vitest' {
 export async function setupStack(project: TestProject, kind: 'pglite' | 'postgres') {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `svc-e2e-${kind}-`))
   const scratch = kind === 'postgres' ? await createScratchDatabase() : null
-  const stack = await launchStack({ dataDir, ...(scratch ? { databaseUrl: scratch.url } : {}) })
+  const fakesDir = path.join(import.meta.dirname, 'fakes')
+  const fakeModules = readdirSync(fakesDir).filter((f) => f.endsWith('.fake.ts')).sort()
+  const fakes: Record<string, Record<string, unknown>> = {}
+  const fakeEnv: Record<string, string> = {}
+  const stopFakes: (() => Promise<void>)[] = []
+  for (const file of fakeModules) {
+    const service = (await import(path.join(fakesDir, file))).default as FakeService
+    const started = await service.start()
+    Object.assign(fakeEnv, started.env)
+    fakes[service.name] = started.provide ?? {}
+    stopFakes.push(started.stop)
+  }
+  const stack = await launchStack({ dataDir, env: fakeEnv, ...(scratch ? { databaseUrl: scratch.url } : {}) })
 
   useWebSocketConstructor(WebSocket)
   const database = openDatabase(stack.database, { max: 1 })
@@ -72,10 +95,12 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
       revokedKey,
     },
     tenantB: { id: tenantBId, ...tenantB },
+    fakes,
   })
 
   return async () => {
     await stack.stop()
+    for (const stop of stopFakes) await stop().catch(() => {})
     await scratch?.drop()
     rmSync(dataDir, { recursive: true, force: true })
   }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import protocolDoc from '../../../docs/agent-protocol.md?raw'
 import { AppError } from '../../../shared/http/errors'
 import {
+  AGENT_EVENT_TYPES,
   type AgentEvent,
   AgentEventSchema,
   addUsage,
@@ -337,5 +339,26 @@ describe('run state machine', () => {
         nextRunState('completed', { kind: 'event', event: { type: 'progress', data: { message: 'x' } } }),
       ),
     ).toBe('Error')
+  })
+})
+
+describe('docs/agent-protocol.md', () => {
+  const blocks = [...protocolDoc.matchAll(/```ndjson\n([\s\S]*?)```/g)].map((m) => m[1]!.trim().split('\n'))
+
+  it('every NDJSON example is a valid event and every event type has one', () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(2)
+    const events = blocks.flat().map((line) => {
+      const parsed = AgentEventSchema.safeParse(JSON.parse(line))
+      expect(parsed.success, line).toBe(true)
+      return parsed.data!
+    })
+    expect(new Set(events.map((e) => e.type))).toEqual(new Set(AGENT_EVENT_TYPES))
+  })
+
+  it('the walkthrough is a conforming stream: gapless, one terminal per turn, encoded as served', () => {
+    const lines = blocks[0]!
+    const events = new NdjsonEventParser().push(`${lines.join('\n')}\n`)
+    expect(sequenceProblems(events)).toEqual([])
+    expect(events.map(encodeEvent).join('')).toBe(`${lines.join('\n')}\n`)
   })
 })

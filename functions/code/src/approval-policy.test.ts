@@ -3,6 +3,7 @@ import {
   APPROVAL_TTL_MS,
   approvalExpiresAt,
   classifyTags,
+  clientToolExecutor,
   decideApproval,
   isServerTool,
   type PolicyTool,
@@ -82,5 +83,13 @@ describe('decideApproval: the mode matrix', () => {
     const now = new Date('2026-01-01T00:00:00.000Z')
     expect(approvalExpiresAt(now)).toBe(new Date(now.getTime() + APPROVAL_TTL_MS).toISOString())
     expect(approvalExpiresAt(now, 1000)).toBe('2026-01-01T00:00:01.000Z')
+  })
+})
+
+describe('clientToolExecutor', () => {
+  it('marks MCP-forwarded tools by tag or by the mcp__server__tool naming', () => {
+    expect(clientToolExecutor({ name: 'read_file', tags: ['read-only'] })).toBe('client')
+    expect(clientToolExecutor({ name: 'query', tags: ['MCP', 'read-only'] })).toBe('mcp')
+    expect(clientToolExecutor({ name: 'mcp__github__create_issue', tags: [] })).toBe('mcp')
   })
 })

@@ -93,6 +93,16 @@ export function classifyTags(tags: readonly string[]): ToolEffect {
   return effect ?? 'unclassified'
 }
 
+/**
+ * Which executor a client tool reports in `tool_call.requested`: `mcp` for tools the host forwards
+ * to an MCP server (tagged `mcp`, or named `mcp__<server>__<tool>` as Claude Code and others do),
+ * `client` otherwise. Both are run by the caller; the distinction is for display and audit.
+ */
+export function clientToolExecutor(tool: Pick<ClientTool, 'name' | 'tags'>): 'client' | 'mcp' {
+  if (tool.name.startsWith('mcp__')) return 'mcp'
+  return tool.tags.some((tag) => normaliseTag(tag) === 'mcp') ? 'mcp' : 'client'
+}
+
 export type PolicyTool =
   | { executor: 'server'; name: string }
   | { executor: 'client' | 'mcp'; tool: Pick<ClientTool, 'name' | 'tags'> }

@@ -203,7 +203,9 @@ export function schemaDraftOf(schema: Record<string, unknown>): SchemaDraft {
 /** Every regular expression a schema carries, with the JSON Pointer of where it is. */
 function collectPatterns(node: unknown, pointer: string, out: Array<{ at: string; source: string }>): void {
   if (Array.isArray(node)) {
-    node.forEach((item, i) => collectPatterns(item, `${pointer}/${i}`, out))
+    node.forEach((item, i) => {
+      collectPatterns(item, `${pointer}/${i}`, out)
+    })
     return
   }
   if (!isPlainObject(node)) return

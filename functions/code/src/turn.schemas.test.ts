@@ -253,6 +253,13 @@ describe('turn body hash and reattach', () => {
     expect(await turnBodyHash(a)).toMatch(/^sha256:[0-9a-f]{64}$/)
   })
 
+  it('a first post without run_id and a reattach with the assigned run_id hash the same', async () => {
+    const { run_id, ...first } = valid()
+    const original = await turnBodyHash(parseTurnRequest(first), run_id)
+    expect(await turnBodyHash(parseTurnRequest({ ...first, run_id, cursor: 3 }))).toBe(original)
+    expect(await turnBodyHash(parseTurnRequest(first))).not.toBe(original)
+  })
+
   it('a different body hashes differently and is a 409 on reattach', async () => {
     const a = await turnBodyHash(parseTurnRequest(valid()))
     const b = await turnBodyHash(parseTurnRequest({ ...valid(), request: 'Add a LICENSE' }))

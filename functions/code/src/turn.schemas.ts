@@ -42,11 +42,9 @@ export const ClientToolSchema = z.object({
     .string()
     .min(1, { error: 'name must be a non-empty string' })
     .max(LIMITS.toolName, { error: `name must be at most ${LIMITS.toolName} characters` }),
-  description: z
-    .string()
-    .max(LIMITS.toolDescription, {
-      error: `description must be at most ${LIMITS.toolDescription} characters`,
-    }),
+  description: z.string().max(LIMITS.toolDescription, {
+    error: `description must be at most ${LIMITS.toolDescription} characters`,
+  }),
   input_schema: object().superRefine((schema, ctx) => {
     const problems = jsonSchemaProblems(schema)
     if (problems.length > 0) {
@@ -282,12 +280,17 @@ export async function sha256Hex(text: string): Promise<string> {
 
 /**
  * The identity of a turn body for reattach: SHA-256 over the canonical JSON of the parsed request
- * without `cursor` (a reconnecting client sends the same turn with a newer cursor). Defaults are
- * applied first, so omitting `enable_thinking` and sending `false` hash the same.
+ * without `cursor` (a reconnecting client sends the same turn with a newer cursor) and with
+ * `run_id` set to the run's id (`runId`, for a first post that omitted it and a reattach that
+ * sends the id it learned from the events). Defaults are applied first, so omitting
+ * `enable_thinking` and sending `false` hash the same.
  */
-export async function turnBodyHash(request: TurnRequest): Promise<string> {
+export async function turnBodyHash(
+  request: TurnRequest,
+  runId: string | undefined = request.run_id,
+): Promise<string> {
   const { cursor: _cursor, ...identity } = request
-  return `sha256:${await sha256Hex(canonicalJson(identity))}`
+  return `sha256:${await sha256Hex(canonicalJson({ ...identity, run_id: runId }))}`
 }
 
 /**

@@ -1,0 +1,404 @@
+/**
+ * Speech-to-text providers and their failover chain.
+ *
+ * - OpenAI-compatible: POST {base}/audio/transcriptions, multipart `file`, `model`,
+ *   `response_format=json`, optional `language` and `prompt`; answer `{"text": ...}`. Covers
+ *   OpenAI, Groq, whisper.cpp's server (run it with `--inference-path /v1/audio/transcriptions`)
+ *   and faster-whisper servers (speaches and similar), with `base` ending in `/v1`.
+ * - Workers AI binding: `env.AI.run(model, input)`. `@cf/openai/whisper` and
+ *   `@cf/openai/whisper-tiny-en` take `{audio: number[]}` (the file's bytes);
+ *   `@cf/openai/whisper-large-v3-turbo` takes `{audio: base64, language?, initial_prompt?}`.
+ *   Both answer `{text, ...}`.
+ *
+ * The chain tries providers in order: none configured -> AppError 503 `transcription_unavailable`;
+ * all failed -> AppError 502 `transcription_providers_failed` listing each failure (HTTP status,
+ * timeout, network error, malformed body; never a key or an upstream body).
+ *
+ * Configuration (worker env):
+ * | variable               | meaning                                                                  |
+ * |------------------------|--------------------------------------------------------------------------|
+ * | STT_PROVIDERS          | order, comma-separated from openai, groq, local, workers-ai               |
+ * |                        | (default `openai,groq,local,workers-ai`; unconfigured ones are skipped)   |
+ * | STT_OPENAI_API_KEY     | enables OpenAI; STT_OPENAI_BASE_URL (https://api.openai.com/v1),          |
+ * |                        | STT_OPENAI_MODEL (whisper-1)                                             |
+ * | STT_GROQ_API_KEY       | enables Groq; STT_GROQ_BASE_URL (https://api.groq.com/openai/v1),         |
+ * |                        | STT_GROQ_MODEL (whisper-large-v3-turbo)                                  |
+ * | STT_LOCAL_BASE_URL     | enables a self-hosted OpenAI-compatible server (whisper.cpp,             |
+ * |                        | faster-whisper); STT_LOCAL_API_KEY optional; STT_LOCAL_MODEL (whisper-1)  |
+ * | AI (binding)           | enables Workers AI; STT_WORKERS_AI_MODEL (@cf/openai/whisper)             |
+ * | STT_TIMEOUT_MS         | per-provider timeout, default 60000                                      |
+ */
+import { z } from 'zod'
+import { AppError } from '../http/errors'
+
+export type FetchFn = (input: string, init: RequestInit) => Promise<Response>
+
+export interface TranscriptionInput {
+  bytes: Uint8Array
+  /** File name with the extension of the real format (CheckedAudio.filename). */
+  filename: string
+  mime: string
+  language?: string
+  prompt?: string
+}
+
+export interface TranscriptionResult {
+  text: string
+  provider: string
+  model: string
+}
+
+export type TranscriptionFailureKind = 'http_status' | 'timeout' | 'network' | 'malformed' | 'binding_error'
+
+export class TranscriptionProviderError extends Error {
+  constructor(
+    readonly provider: string,
+    readonly kind: TranscriptionFailureKind,
+    readonly detail: string,
+    readonly status?: number,
+  ) {
+    super(`${provider}: ${detail}`)
+    this.name = 'TranscriptionProviderError'
+  }
+}
+
+export interface TranscribeCall {
+  fetch: FetchFn
+  signal: AbortSignal
+}
+
+export interface Transcriber {
+  readonly name: string
+  readonly model: string
+  transcribe(input: TranscriptionInput, call: TranscribeCall): Promise<string>
+}
+
+const TextBody = z.object({ text: z.string() })
+
+function malformed(provider: string, body: unknown): TranscriptionProviderError {
+  const parsed = TextBody.safeParse(body)
+  const issue = parsed.success ? undefined : parsed.error.issues[0]
+  return new TranscriptionProviderError(
+    provider,
+    'malformed',
+    `malformed response body (${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'})`,
+  )
+}
+
+export interface OpenAiCompatibleOptions {
+  /** Reported as `provider` (e.g. openai, groq, local). */
+  name: string
+  /** Up to and including the version segment, e.g. https://api.openai.com/v1 */
+  baseUrl: string
+  apiKey?: string
+  model: string
+}
+
+export function openAiCompatibleTranscriber(options: OpenAiCompatibleOptions): Transcriber {
+  const endpoint = `${options.baseUrl.replace(/\/+$/, '')}/audio/transcriptions`
+  const { name } = options
+  return {
+    name,
+    model: options.model,
+    async transcribe(input, call) {
+      const form = new FormData()
+      form.append('file', new File([input.bytes], input.filename, { type: input.mime }))
+      form.append('model', options.model)
+      form.append('response_format', 'json')
+      if (input.language) form.append('language', input.language)
+      if (input.prompt) form.append('prompt', input.prompt)
+      const headers: Record<string, string> = { accept: 'application/json' }
+      if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`
+      let res: Response
+      try {
+        res = await call.fetch(endpoint, { method: 'POST', headers, body: form, signal: call.signal })
+      } catch (err) {
+        if (call.signal.aborted) throw call.signal.reason
+        throw new TranscriptionProviderError(
+          name,
+          'network',
+          `network error (${err instanceof Error ? err.name : 'unknown'})`,
+        )
+      }
+      if (!res.ok) {
+        await res.body?.cancel()
+        const hint =
+          res.status === 401 || res.status === 403
+            ? ' (credential rejected)'
+            : res.status === 429
+              ? ' (rate limited)'
+              : ''
+        throw new TranscriptionProviderError(name, 'http_status', `HTTP ${res.status}${hint}`, res.status)
+      }
+      let text: string
+      try {
+        text = await res.text()
+      } catch (err) {
+        if (call.signal.aborted) throw call.signal.reason
+        throw new TranscriptionProviderError(
+          name,
+          'network',
+          `connection lost while reading the body (${err instanceof Error ? err.name : 'unknown'})`,
+        )
+      }
+      let body: unknown
+      try {
+        body = JSON.parse(text)
+      } catch {
+        throw new TranscriptionProviderError(name, 'malformed', 'malformed response body (not JSON)')
+      }
+      const parsed = TextBody.safeParse(body)
+      if (!parsed.success) throw malformed(name, body)
+      return parsed.data.text.trim()
+    },
+  }
+}
+
+/** The structural shape of a Workers AI binding (`[ai] binding = "AI"` in wrangler config). */
+export interface WorkersAiBinding {
+  run(model: string, input: Record<string, unknown>): Promise<unknown>
+}
+
+export const WORKERS_AI_DEFAULT_MODEL = '@cf/openai/whisper'
+
+function base64(bytes: Uint8Array): string {
+  let binary = ''
+  for (let i = 0; i < bytes.length; i += 0x8000)
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
+  return btoa(binary)
+}
+
+export function workersAiTranscriber(options: { binding: WorkersAiBinding; model?: string }): Transcriber {
+  const model = options.model ?? WORKERS_AI_DEFAULT_MODEL
+  const name = 'workers-ai'
+  const takesBase64 = model.includes('whisper-large-v3-turbo')
+  return {
+    name,
+    model,
+    async transcribe(input, call) {
+      const request: Record<string, unknown> = takesBase64
+        ? {
+            audio: base64(input.bytes),
+            ...(input.language ? { language: input.language } : {}),
+            ...(input.prompt ? { initial_prompt: input.prompt } : {}),
+          }
+        : { audio: Array.from(input.bytes) }
+      let out: unknown
+      try {
+        out = await options.binding.run(model, request)
+      } catch (err) {
+        if (call.signal.aborted) throw call.signal.reason
+        throw new TranscriptionProviderError(
+          name,
+          'binding_error',
+          `the AI binding failed (${err instanceof Error ? err.name : 'unknown'})`,
+        )
+      }
+      const parsed = TextBody.safeParse(out)
+      if (!parsed.success) throw malformed(name, out)
+      return parsed.data.text.trim()
+    },
+  }
+}
+
+// --- configuration ----------------------------------------------------------------------------
+
+export const DEFAULT_STT_TIMEOUT_MS = 60_000
+export const STT_PROVIDER_NAMES = ['openai', 'groq', 'local', 'workers-ai'] as const
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v?.trim() ? v.trim() : undefined))
+const optionalUrl = optionalText.refine((v) => v === undefined || /^https?:\/\/\S+$/.test(v), {
+  error: 'must be an http(s) URL',
+})
+
+export const SpeechEnvSchema = z.object({
+  STT_PROVIDERS: optionalText,
+  STT_OPENAI_API_KEY: optionalText,
+  STT_OPENAI_BASE_URL: optionalUrl,
+  STT_OPENAI_MODEL: optionalText,
+  STT_GROQ_API_KEY: optionalText,
+  STT_GROQ_BASE_URL: optionalUrl,
+  STT_GROQ_MODEL: optionalText,
+  STT_LOCAL_BASE_URL: optionalUrl,
+  STT_LOCAL_API_KEY: optionalText,
+  STT_LOCAL_MODEL: optionalText,
+  STT_WORKERS_AI_MODEL: optionalText,
+  STT_TIMEOUT_MS: optionalText.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) > 0), {
+    error: 'must be a positive integer (milliseconds)',
+  }),
+})
+export type SpeechEnv = z.input<typeof SpeechEnvSchema> & { AI?: WorkersAiBinding }
+
+export interface TranscriptionChain {
+  providers: Transcriber[]
+  timeoutMs: number
+}
+
+function misconfigured(detail: string): AppError {
+  return new AppError(
+    500,
+    'transcription_misconfigured',
+    'transcription is misconfigured on this server; contact support',
+    {
+      internalMessage: `speech config: ${detail}`,
+    },
+  )
+}
+
+export function transcriptionChainFromEnv(env: SpeechEnv): TranscriptionChain {
+  const { AI, ...vars } = env
+  const parsed = SpeechEnvSchema.safeParse(vars)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw misconfigured(`${issue?.path.join('.')}: ${issue?.message}`)
+  }
+  const cfg = parsed.data
+  const order = (cfg.STT_PROVIDERS ?? STT_PROVIDER_NAMES.join(','))
+    .split(',')
+    .map((n) => n.trim().toLowerCase())
+    .filter(Boolean)
+  const providers: Transcriber[] = []
+  for (const name of new Set(order)) {
+    switch (name) {
+      case 'openai':
+        if (cfg.STT_OPENAI_API_KEY) {
+          providers.push(
+            openAiCompatibleTranscriber({
+              name,
+              baseUrl: cfg.STT_OPENAI_BASE_URL ?? 'https://api.openai.com/v1',
+              apiKey: cfg.STT_OPENAI_API_KEY,
+              model: cfg.STT_OPENAI_MODEL ?? 'whisper-1',
+            }),
+          )
+        }
+        break
+      case 'groq':
+        if (cfg.STT_GROQ_API_KEY) {
+          providers.push(
+            openAiCompatibleTranscriber({
+              name,
+              baseUrl: cfg.STT_GROQ_BASE_URL ?? 'https://api.groq.com/openai/v1',
+              apiKey: cfg.STT_GROQ_API_KEY,
+              model: cfg.STT_GROQ_MODEL ?? 'whisper-large-v3-turbo',
+            }),
+          )
+        }
+        break
+      case 'local':
+        if (cfg.STT_LOCAL_BASE_URL) {
+          providers.push(
+            openAiCompatibleTranscriber({
+              name,
+              baseUrl: cfg.STT_LOCAL_BASE_URL,
+              apiKey: cfg.STT_LOCAL_API_KEY,
+              model: cfg.STT_LOCAL_MODEL ?? 'whisper-1',
+            }),
+          )
+        }
+        break
+      case 'workers-ai':
+        if (AI && typeof AI.run === 'function') {
+          providers.push(workersAiTranscriber({ binding: AI, model: cfg.STT_WORKERS_AI_MODEL }))
+        }
+        break
+      default:
+        throw misconfigured(
+          `STT_PROVIDERS names unknown provider ${JSON.stringify(name)} (known: ${STT_PROVIDER_NAMES.join(', ')})`,
+        )
+    }
+  }
+  return { providers, timeoutMs: cfg.STT_TIMEOUT_MS ? Number(cfg.STT_TIMEOUT_MS) : DEFAULT_STT_TIMEOUT_MS }
+}
+
+// --- failover ---------------------------------------------------------------------------------
+
+export interface TranscribeOptions {
+  fetch?: FetchFn
+  timeoutMs?: number
+  signal?: AbortSignal
+}
+
+async function runOne(
+  provider: Transcriber,
+  input: TranscriptionInput,
+  fetchFn: FetchFn,
+  timeoutMs: number,
+  outer?: AbortSignal,
+) {
+  const controller = new AbortController()
+  const timeout = new TranscriptionProviderError(provider.name, 'timeout', `timed out after ${timeoutMs} ms`)
+  const onOuterAbort = () => controller.abort(outer?.reason)
+  outer?.addEventListener('abort', onOuterAbort, { once: true })
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(timeout)
+      reject(timeout)
+    }, timeoutMs)
+  })
+  try {
+    return await Promise.race([
+      provider.transcribe(input, { fetch: fetchFn, signal: controller.signal }),
+      timedOut,
+    ])
+  } finally {
+    if (timer !== undefined) clearTimeout(timer)
+    outer?.removeEventListener('abort', onOuterAbort)
+  }
+}
+
+/** Tries each provider in order; the first transcript wins. */
+export async function transcribeAudio(
+  input: TranscriptionInput,
+  chain: TranscriptionChain,
+  options: TranscribeOptions = {},
+): Promise<TranscriptionResult> {
+  if (chain.providers.length === 0) {
+    throw new AppError(
+      503,
+      'transcription_unavailable',
+      'no speech-recognition provider is configured on this server (set STT_OPENAI_API_KEY, STT_GROQ_API_KEY, STT_LOCAL_BASE_URL or bind Workers AI as AI)',
+    )
+  }
+  const fetchFn: FetchFn = options.fetch ?? ((url, init) => fetch(url, init))
+  const timeoutMs = options.timeoutMs ?? chain.timeoutMs
+  const failures: TranscriptionProviderError[] = []
+  for (const provider of chain.providers) {
+    if (options.signal?.aborted) throw options.signal.reason
+    try {
+      const text = await runOne(provider, input, fetchFn, timeoutMs, options.signal)
+      return { text, provider: provider.name, model: provider.model }
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason
+      failures.push(
+        err instanceof TranscriptionProviderError
+          ? err
+          : new TranscriptionProviderError(
+              provider.name,
+              'network',
+              `failed (${err instanceof Error ? err.name : 'unknown error'})`,
+            ),
+      )
+    }
+  }
+  const list = failures.map((f) => `${f.provider}: ${f.detail}`).join('; ')
+  throw new AppError(
+    502,
+    'transcription_providers_failed',
+    `every configured speech-recognition provider failed: ${list}`,
+    {
+      internalMessage: list,
+      extraBody: {
+        failures: failures.map((f) => ({
+          provider: f.provider,
+          kind: f.kind,
+          detail: f.detail,
+          status: f.status ?? null,
+        })),
+      },
+    },
+  )
+}

@@ -1,0 +1,310 @@
+/**
+ * Entitlement checks as pure functions: plan + facts in, an UpgradeDecision (blocked) or null
+ * (allowed) out. Callers turn a decision into the HTTP answer with actionRequiredError().
+ * Counters (usage this month, requests this minute) come from the ledger and the RateLimiter
+ * Durable Object; nothing here does I/O.
+ */
+import type { ModelAlias } from '../catalog/model-aliases'
+import {
+  cheapestUpgrade,
+  PLAN_CATALOG,
+  type Plan,
+  type PlanCatalog,
+  type PlanDomain,
+  type PlanFeature,
+} from './plan-catalog'
+import { buildUpgradeDecision, type UpgradeDecision } from './upgrade-decision'
+
+export interface CheckOptions {
+  readonly catalog?: PlanCatalog
+  readonly consoleUrl?: string
+}
+
+const opts = (o: CheckOptions) => ({
+  catalog: o.catalog ?? PLAN_CATALOG,
+  ...(o.consoleUrl ? { consoleUrl: o.consoleUrl } : {}),
+})
+
+export function checkModelAccess(
+  plan: Plan,
+  model: ModelAlias,
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  if (plan.models.includes(model)) return null
+  const { catalog } = opts(o)
+  return buildUpgradeDecision({
+    ...opts(o),
+    reason: 'model_access_required',
+    plan,
+    requiredPlan: cheapestUpgrade(plan, (p) => p.models.includes(model), catalog),
+    requestedModel: model,
+  })
+}
+
+export function checkFeatureAccess(
+  plan: Plan,
+  feature: PlanFeature,
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  if (plan.features.includes(feature)) return null
+  const { catalog } = opts(o)
+  return buildUpgradeDecision({
+    ...opts(o),
+    reason: 'feature_required',
+    plan,
+    requiredPlan: cheapestUpgrade(plan, (p) => p.features.includes(feature), catalog),
+    requestedFeature: feature,
+  })
+}
+
+export function checkDomainAccess(
+  plan: Plan,
+  domain: PlanDomain,
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  if (plan.domains.includes(domain)) return null
+  const { catalog } = opts(o)
+  return buildUpgradeDecision({
+    ...opts(o),
+    reason: 'domain_tier_required',
+    plan,
+    requiredPlan: cheapestUpgrade(plan, (p) => p.domains.includes(domain), catalog),
+    requestedDomain: domain,
+  })
+}
+
+/** Context = prompt tokens (counted with the tokenizer) + the output budget asked for. */
+export function checkContextLimit(
+  plan: Plan,
+  usage: { readonly promptTokens: number; readonly maxOutputTokens?: number | null },
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  const needed = usage.promptTokens + (usage.maxOutputTokens ?? 0)
+  if (needed <= plan.contextLimitTokens) return null
+  const { catalog } = opts(o)
+  return buildUpgradeDecision({
+    ...opts(o),
+    reason: 'context_limit_reached',
+    plan,
+    requiredPlan: cheapestUpgrade(plan, (p) => p.contextLimitTokens >= needed, catalog),
+    bindingLimit: {
+      kind: 'context',
+      unit: 'tokens',
+      used: needed,
+      limit: plan.contextLimitTokens,
+      remaining: Math.max(0, plan.contextLimitTokens - usage.promptTokens),
+    },
+  })
+}
+
+export interface AllowanceState {
+  /** Tokens used this billing period (all models). */
+  readonly usedTokens: number
+  /** When the allowance renews (ISO date-time), or null. */
+  readonly resetsAt: string | null
+  readonly usageCreditsEnabled: boolean
+  readonly creditBalanceCents: number
+  readonly overageSpentCents: number
+  /** The account's own cap; defaults to the plan's overageCapCents. */
+  readonly overageCapCents?: number | null
+}
+
+/**
+ * The monthly allowance and what happens beyond it:
+ * within allowance → allowed; beyond it without usage credits → token_allowance_exhausted;
+ * with usage credits: overage cap reached → overage_cap_reached; no credit left →
+ * insufficient_credits; otherwise allowed (billed as overage).
+ */
+export function checkTokenAllowance(
+  plan: Plan,
+  state: AllowanceState,
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  const allowance = plan.monthlyTokenAllowance
+  if (allowance === null || state.usedTokens < allowance) return null
+  const { catalog } = opts(o)
+  const biggerAllowance = cheapestUpgrade(
+    plan,
+    (p) => p.monthlyTokenAllowance === null || p.monthlyTokenAllowance > state.usedTokens,
+    catalog,
+  )
+  if (!plan.usageCredits || !state.usageCreditsEnabled) {
+    return buildUpgradeDecision({
+      ...opts(o),
+      reason: 'token_allowance_exhausted',
+      plan,
+      requiredPlan: biggerAllowance,
+      usageCreditsEnabled: state.usageCreditsEnabled,
+      bindingLimit: {
+        kind: 'tokens',
+        unit: 'tokens',
+        used: state.usedTokens,
+        limit: allowance,
+        remaining: 0,
+        resets_at: state.resetsAt,
+      },
+    })
+  }
+  const cap = state.overageCapCents === undefined ? plan.overageCapCents : state.overageCapCents
+  if (cap !== null && state.overageSpentCents >= cap) {
+    return buildUpgradeDecision({
+      ...opts(o),
+      reason: 'overage_cap_reached',
+      plan,
+      requiredPlan: biggerAllowance,
+      usageCreditsEnabled: true,
+      bindingLimit: {
+        kind: 'credits',
+        unit: 'cents',
+        used: state.overageSpentCents,
+        limit: cap,
+        remaining: 0,
+        resets_at: state.resetsAt,
+      },
+    })
+  }
+  if (state.creditBalanceCents <= 0) {
+    return buildUpgradeDecision({
+      ...opts(o),
+      reason: 'insufficient_credits',
+      plan,
+      requiredPlan: null,
+      usageCreditsEnabled: true,
+      bindingLimit: { kind: 'credits', unit: 'cents', remaining: 0 },
+    })
+  }
+  return null
+}
+
+/** A per-model ("tier") allowance inside the plan, e.g. svc-hive on Team. */
+export function checkModelAllowance(
+  plan: Plan,
+  model: ModelAlias,
+  state: {
+    readonly usedTokens: number
+    readonly resetsAt: string | null
+    readonly usageCreditsEnabled?: boolean
+  },
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  const limit = plan.modelAllowances[model]
+  if (limit === undefined || state.usedTokens < limit) return null
+  const { catalog } = opts(o)
+  return buildUpgradeDecision({
+    ...opts(o),
+    reason: 'tier_allowance_exhausted',
+    plan,
+    requiredPlan: cheapestUpgrade(
+      plan,
+      (p) =>
+        p.models.includes(model) && (p.modelAllowances[model] ?? Number.POSITIVE_INFINITY) > state.usedTokens,
+      catalog,
+    ),
+    requestedModel: model,
+    usageCreditsEnabled: state.usageCreditsEnabled ?? false,
+    bindingLimit: {
+      kind: 'tokens',
+      unit: 'tokens',
+      used: state.usedTokens,
+      limit,
+      remaining: 0,
+      resets_at: state.resetsAt,
+    },
+  })
+}
+
+/** The document allowance (documents upload 429). */
+export function checkDocumentAllowance(
+  plan: Plan,
+  documentsStored: number,
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  if (documentsStored < plan.documentAllowance) return null
+  const { catalog } = opts(o)
+  return buildUpgradeDecision({
+    ...opts(o),
+    reason: 'tier_allowance_exhausted',
+    plan,
+    requiredPlan: cheapestUpgrade(plan, (p) => p.documentAllowance > documentsStored, catalog),
+    requestedFeature: 'retrieval',
+    bindingLimit: {
+      kind: 'documents',
+      unit: 'documents',
+      used: documentsStored,
+      limit: plan.documentAllowance,
+      remaining: 0,
+    },
+  })
+}
+
+/**
+ * A per-minute limit the RateLimiter object reported as exceeded. `used` includes the request
+ * being refused; `retryAfterSeconds` is when the window frees enough room.
+ */
+export function rateLimitedDecision(
+  plan: Plan,
+  limit: {
+    readonly unit: 'requests' | 'tokens'
+    readonly used: number
+    readonly retryAfterSeconds: number
+    readonly resetsAt?: string | null
+  },
+  o: CheckOptions = {},
+): UpgradeDecision {
+  const perMinute = limit.unit === 'requests' ? plan.requestsPerMinute : plan.tokensPerMinute
+  const { catalog } = opts(o)
+  return buildUpgradeDecision({
+    ...opts(o),
+    reason: 'rate_limited',
+    plan,
+    requiredPlan: cheapestUpgrade(
+      plan,
+      (p) => (limit.unit === 'requests' ? p.requestsPerMinute : p.tokensPerMinute) >= limit.used,
+      catalog,
+    ),
+    bindingLimit: {
+      kind: 'rate',
+      unit: limit.unit,
+      used: limit.used,
+      limit: perMinute,
+      remaining: Math.max(0, perMinute - limit.used),
+      resets_at: limit.resetsAt ?? null,
+      retry_after_seconds: limit.retryAfterSeconds,
+    },
+  })
+}
+
+/** Features a chat request needs: `reasoning_effort` (any value) needs `thinking`. */
+export function chatRequestFeatures(request: {
+  readonly reasoning_effort?: string | undefined
+}): PlanFeature[] {
+  return request.reasoning_effort === undefined ? [] : ['thinking']
+}
+
+/**
+ * The request-shape checks for a chat completion, in the order a user should hear about them:
+ * model access, then features, then context size. Allowance and rate checks need counters and
+ * run after these (see docs/plans.md for the full order).
+ */
+export function checkChatEntitlements(
+  plan: Plan,
+  chat: {
+    readonly model: ModelAlias
+    readonly reasoning_effort?: string | undefined
+    readonly promptTokens: number
+    readonly maxOutputTokens?: number | null
+  },
+  o: CheckOptions = {},
+): UpgradeDecision | null {
+  const model = checkModelAccess(plan, chat.model, o)
+  if (model) return model
+  for (const feature of chatRequestFeatures(chat)) {
+    const decision = checkFeatureAccess(plan, feature, o)
+    if (decision) return { ...decision, requested_model: chat.model }
+  }
+  return checkContextLimit(
+    plan,
+    { promptTokens: chat.promptTokens, maxOutputTokens: chat.maxOutputTokens ?? null },
+    o,
+  )
+}

@@ -1,0 +1,196 @@
+/**
+ * The plan catalog: versioned configuration, validated with zod when the isolate starts
+ * (module load), so a bad edit fails the deploy's first request instead of mis-billing.
+ * docs/plans.md shows the same table for humans; change both together and bump `version`.
+ *
+ * Conventions: `null` allowance = unlimited; `null` price = priced by contract (sales-led);
+ * `null` overage cap = no cap. Model allowances (`modelAllowances`) are per-alias monthly caps
+ * inside the general allowance (the "tier allowance"); aliases without one share the general
+ * allowance only.
+ */
+import { z } from 'zod'
+import { MODEL_ALIASES, type ModelAlias } from '../catalog/model-aliases'
+
+export const PLAN_IDS = ['free', 'pro', 'team', 'enterprise'] as const
+export type PlanId = (typeof PLAN_IDS)[number]
+
+export const PLAN_FEATURES = [
+  'thinking',
+  'retrieval',
+  'web_search',
+  'real_qpu',
+  'agent_runs',
+  'transcription',
+  'mcp',
+] as const
+export type PlanFeature = (typeof PLAN_FEATURES)[number]
+
+/** Subject domains gated by tier ("domain_tier_required"). */
+export const PLAN_DOMAINS = ['general', 'code', 'research', 'security', 'quantum'] as const
+export type PlanDomain = (typeof PLAN_DOMAINS)[number]
+
+const Count = z.int().min(0)
+
+export const PlanSchema = z
+  .object({
+    id: z.enum(PLAN_IDS),
+    name: z.string().min(1),
+    /** Upgrade order: a higher rank is an upgrade. */
+    rank: z.int().min(0),
+    monthlyPriceCents: Count.nullable(),
+    models: z.array(z.enum(MODEL_ALIASES)).min(1),
+    modelAllowances: z.partialRecord(z.enum(MODEL_ALIASES), z.int().positive()),
+    features: z.array(z.enum(PLAN_FEATURES)),
+    domains: z.array(z.enum(PLAN_DOMAINS)).min(1),
+    monthlyTokenAllowance: z.int().positive().nullable(),
+    includedCreditsCents: Count,
+    /** Whether pay-as-you-go usage credits can be enabled beyond the allowance. */
+    usageCredits: z.boolean(),
+    /** Default monthly cap on overage spend. */
+    overageCapCents: Count.nullable(),
+    contextLimitTokens: z.int().positive(),
+    requestsPerMinute: z.int().positive(),
+    tokensPerMinute: z.int().positive(),
+    documentAllowance: Count,
+  })
+  .strict()
+export type Plan = z.infer<typeof PlanSchema>
+
+export const PlanCatalogSchema = z
+  .object({
+    version: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date like 2026-08-01'),
+    /** Base of the URLs in upgrade actions. */
+    consoleUrl: z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, '')),
+    plans: z.array(PlanSchema).min(1),
+  })
+  .strict()
+  .superRefine((catalog, ctx) => {
+    const ids = new Set<string>()
+    const ranks = new Set<number>()
+    catalog.plans.forEach((plan, i) => {
+      if (ids.has(plan.id))
+        ctx.addIssue({ code: 'custom', path: ['plans', i, 'id'], message: `duplicate plan ${plan.id}` })
+      if (ranks.has(plan.rank))
+        ctx.addIssue({ code: 'custom', path: ['plans', i, 'rank'], message: `duplicate rank ${plan.rank}` })
+      ids.add(plan.id)
+      ranks.add(plan.rank)
+      for (const alias of Object.keys(plan.modelAllowances)) {
+        if (!plan.models.includes(alias as ModelAlias)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['plans', i, 'modelAllowances', alias],
+            message: `${alias} has an allowance but is not in models`,
+          })
+        }
+      }
+    })
+  })
+export type PlanCatalog = z.infer<typeof PlanCatalogSchema>
+
+export const PLAN_CATALOG_CONFIG = {
+  version: '2026-08-01',
+  consoleUrl: 'https://console.svc.example',
+  plans: [
+    {
+      id: 'free',
+      name: 'Free',
+      rank: 0,
+      monthlyPriceCents: 0,
+      models: ['svc-cell', 'svc-brood'],
+      modelAllowances: {},
+      features: ['agent_runs', 'mcp'],
+      domains: ['general'],
+      monthlyTokenAllowance: 200_000,
+      includedCreditsCents: 0,
+      usageCredits: false,
+      overageCapCents: 0,
+      contextLimitTokens: 16_000,
+      requestsPerMinute: 20,
+      tokensPerMinute: 40_000,
+      documentAllowance: 0,
+    },
+    {
+      id: 'pro',
+      name: 'Pro',
+      rank: 1,
+      monthlyPriceCents: 2_000,
+      models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz'],
+      modelAllowances: { 'svc-buzz': 1_000_000 },
+      features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
+      domains: ['general', 'code'],
+      monthlyTokenAllowance: 5_000_000,
+      includedCreditsCents: 500,
+      usageCredits: true,
+      overageCapCents: 5_000,
+      contextLimitTokens: 128_000,
+      requestsPerMinute: 120,
+      tokensPerMinute: 400_000,
+      documentAllowance: 100,
+    },
+    {
+      id: 'team',
+      name: 'Team',
+      rank: 2,
+      monthlyPriceCents: 6_000,
+      models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive'],
+      modelAllowances: { 'svc-hive': 2_000_000 },
+      features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
+      domains: ['general', 'code', 'research'],
+      monthlyTokenAllowance: 25_000_000,
+      includedCreditsCents: 2_000,
+      usageCredits: true,
+      overageCapCents: 50_000,
+      contextLimitTokens: 256_000,
+      requestsPerMinute: 600,
+      tokensPerMinute: 2_000_000,
+      documentAllowance: 1_000,
+    },
+    {
+      id: 'enterprise',
+      name: 'Enterprise',
+      rank: 3,
+      monthlyPriceCents: null,
+      models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive', 'svc-swarm'],
+      modelAllowances: {},
+      features: ['thinking', 'retrieval', 'web_search', 'real_qpu', 'agent_runs', 'transcription', 'mcp'],
+      domains: ['general', 'code', 'research', 'security', 'quantum'],
+      monthlyTokenAllowance: null,
+      includedCreditsCents: 0,
+      usageCredits: true,
+      overageCapCents: null,
+      contextLimitTokens: 1_000_000,
+      requestsPerMinute: 3_000,
+      tokensPerMinute: 10_000_000,
+      documentAllowance: 100_000,
+    },
+  ],
+} as const satisfies z.input<typeof PlanCatalogSchema>
+
+export function parsePlanCatalog(raw: unknown): PlanCatalog {
+  return PlanCatalogSchema.parse(raw)
+}
+
+/** The built-in catalog, validated at isolate start. */
+export const PLAN_CATALOG: PlanCatalog = parsePlanCatalog(PLAN_CATALOG_CONFIG)
+
+export function getPlan(id: string, catalog: PlanCatalog = PLAN_CATALOG): Plan | null {
+  return catalog.plans.find((plan) => plan.id === id) ?? null
+}
+
+/**
+ * The cheapest plan above `current` for which `allows` holds (by monthly price; contract-priced
+ * plans count as most expensive, ties broken by rank), or null when no plan would.
+ */
+export function cheapestUpgrade(
+  current: Plan,
+  allows: (plan: Plan) => boolean,
+  catalog: PlanCatalog = PLAN_CATALOG,
+): Plan | null {
+  const candidates = catalog.plans.filter((plan) => plan.rank > current.rank && allows(plan))
+  candidates.sort(
+    (a, b) =>
+      (a.monthlyPriceCents ?? Number.POSITIVE_INFINITY) - (b.monthlyPriceCents ?? Number.POSITIVE_INFINITY) ||
+      a.rank - b.rank,
+  )
+  return candidates[0] ?? null
+}

@@ -1,0 +1,317 @@
+/**
+ * The spec's upgrade decision (`svc_upgrade`, schema_version 2026-07-31) and the
+ * action-required error that carries it (402/403/429).
+ *
+ * Reason → HTTP status (docs/plans.md):
+ *   403 model_access_required, domain_tier_required, feature_required, context_limit_reached
+ *   402 insufficient_credits, overage_cap_reached
+ *   429 token_allowance_exhausted, tier_allowance_exhausted (x-should-retry: false),
+ *       rate_limited (transient: Retry-After <= 60 s)
+ * Every 402/403 also sends `x-should-retry: false`, so the openai SDK does not retry them.
+ * The openai SDK drops siblings of `error`, so `error.code` = the reason and `error.message`
+ * states the facts (plan, limit, required plan, where to act) for SDK users.
+ */
+import { z } from 'zod'
+import { AppError, type ErrorType } from '../http/errors'
+import { getPlan, PLAN_CATALOG, type Plan, type PlanCatalog } from './plan-catalog'
+
+export const UPGRADE_SCHEMA_VERSION = '2026-07-31'
+
+export const UPGRADE_REASONS = [
+  'model_access_required',
+  'domain_tier_required',
+  'feature_required',
+  'token_allowance_exhausted',
+  'tier_allowance_exhausted',
+  'insufficient_credits',
+  'overage_cap_reached',
+  'context_limit_reached',
+  'rate_limited',
+] as const
+export type UpgradeReason = (typeof UPGRADE_REASONS)[number]
+
+export const BINDING_LIMIT_KINDS = [
+  'tokens',
+  'requests',
+  'seconds',
+  'credits',
+  'context',
+  'rate',
+  'documents',
+  'storage',
+] as const
+export const BINDING_LIMIT_UNITS = [
+  'tokens',
+  'requests',
+  'seconds',
+  'cents',
+  'percent',
+  'documents',
+  'bytes',
+  'characters',
+] as const
+export const UPGRADE_ACTION_KINDS = [
+  'upgrade_plan',
+  'enable_usage_credits',
+  'add_credits',
+  'manage_spend_cap',
+  'purchase_addon',
+  'compact_context',
+  'new_conversation',
+  'retry_later',
+  'contact_sales',
+] as const
+export type UpgradeActionKind = (typeof UPGRADE_ACTION_KINDS)[number]
+
+const NonNegative = z.number().min(0)
+
+export const BindingLimitSchema = z
+  .object({
+    kind: z.enum(BINDING_LIMIT_KINDS),
+    unit: z.enum(BINDING_LIMIT_UNITS),
+    used: NonNegative.optional(),
+    limit: NonNegative.optional(),
+    remaining: NonNegative.optional(),
+    resets_at: z.iso.datetime({ offset: true }).nullable().optional(),
+    retry_after_seconds: NonNegative.nullable().optional(),
+  })
+  .strict()
+export type BindingLimit = z.infer<typeof BindingLimitSchema>
+
+export const UpgradeActionSchema = z
+  .object({
+    kind: z.enum(UPGRADE_ACTION_KINDS),
+    label: z.string(),
+    available: z.boolean(),
+    url: z.url().nullable(),
+    plan_id: z.string().optional(),
+  })
+  .strict()
+export type UpgradeAction = z.infer<typeof UpgradeActionSchema>
+
+export const UpgradeDecisionSchema = z
+  .object({
+    schema_version: z.literal(UPGRADE_SCHEMA_VERSION),
+    reason: z.enum(UPGRADE_REASONS),
+    current_plan: z.string(),
+    required_plan: z.string().nullable(),
+    requested_model: z.string().optional(),
+    requested_domain: z.string().optional(),
+    requested_feature: z.string().optional(),
+    binding_limit: BindingLimitSchema.optional(),
+    actions: z.array(UpgradeActionSchema),
+  })
+  .strict()
+export type UpgradeDecision = z.infer<typeof UpgradeDecisionSchema>
+
+/** The action-required body: `error` and `svc_upgrade` required, extra properties allowed. */
+export const ActionRequiredBodySchema = z
+  .object({ error: z.record(z.string(), z.unknown()), svc_upgrade: UpgradeDecisionSchema })
+  .loose()
+
+export const UPGRADE_REASON_STATUS: Readonly<Record<UpgradeReason, 402 | 403 | 429>> = {
+  model_access_required: 403,
+  domain_tier_required: 403,
+  feature_required: 403,
+  context_limit_reached: 403,
+  insufficient_credits: 402,
+  overage_cap_reached: 402,
+  token_allowance_exhausted: 429,
+  tier_allowance_exhausted: 429,
+  rate_limited: 429,
+}
+
+const ERROR_TYPE: Readonly<Record<UpgradeReason, ErrorType>> = {
+  model_access_required: 'permission_error',
+  domain_tier_required: 'permission_error',
+  feature_required: 'permission_error',
+  context_limit_reached: 'permission_error',
+  insufficient_credits: 'insufficient_quota',
+  overage_cap_reached: 'insufficient_quota',
+  token_allowance_exhausted: 'insufficient_quota',
+  tier_allowance_exhausted: 'insufficient_quota',
+  rate_limited: 'rate_limit_error',
+}
+
+/** Which actions each reason offers, in the order shown to users. */
+const ACTIONS_BY_REASON: Readonly<Record<UpgradeReason, readonly UpgradeActionKind[]>> = {
+  model_access_required: ['upgrade_plan', 'contact_sales'],
+  domain_tier_required: ['upgrade_plan', 'contact_sales'],
+  feature_required: ['upgrade_plan', 'contact_sales'],
+  token_allowance_exhausted: ['upgrade_plan', 'enable_usage_credits', 'retry_later'],
+  tier_allowance_exhausted: ['upgrade_plan', 'purchase_addon', 'enable_usage_credits', 'retry_later'],
+  insufficient_credits: ['add_credits', 'upgrade_plan'],
+  overage_cap_reached: ['manage_spend_cap', 'upgrade_plan', 'retry_later'],
+  context_limit_reached: ['compact_context', 'new_conversation', 'upgrade_plan'],
+  rate_limited: ['retry_later', 'upgrade_plan'],
+}
+
+export interface UpgradeDecisionInput {
+  readonly reason: UpgradeReason
+  readonly plan: Plan
+  /** The cheapest plan that would allow the request, or null when none would. */
+  readonly requiredPlan: Plan | null
+  readonly requestedModel?: string
+  readonly requestedDomain?: string
+  readonly requestedFeature?: string
+  readonly bindingLimit?: BindingLimit
+  /** Whether the account already has usage credits on (then "enable" is not offered). */
+  readonly usageCreditsEnabled?: boolean
+  readonly catalog?: PlanCatalog
+  /** Overrides the catalog's console URL (e.g. per deployment). */
+  readonly consoleUrl?: string
+}
+
+function action(kind: UpgradeActionKind, input: UpgradeDecisionInput, base: string): UpgradeAction {
+  const { plan, requiredPlan, bindingLimit } = input
+  const selfServe = requiredPlan !== null && requiredPlan.monthlyPriceCents !== null
+  switch (kind) {
+    case 'upgrade_plan':
+      return requiredPlan
+        ? {
+            kind,
+            label: `Upgrade to ${requiredPlan.name}`,
+            available: selfServe,
+            url: selfServe ? `${base}/billing/plans?plan=${requiredPlan.id}` : null,
+            plan_id: requiredPlan.id,
+          }
+        : { kind, label: 'Upgrade plan', available: false, url: null }
+    case 'contact_sales':
+      return { kind, label: 'Contact sales', available: true, url: `${base}/contact-sales` }
+    case 'enable_usage_credits':
+      return {
+        kind,
+        label: 'Enable usage credits',
+        available: plan.usageCredits && input.usageCreditsEnabled !== true,
+        url: `${base}/billing/usage-credits`,
+      }
+    case 'add_credits':
+      return { kind, label: 'Add credits', available: plan.usageCredits, url: `${base}/billing/credits` }
+    case 'manage_spend_cap':
+      return {
+        kind,
+        label: 'Raise the spend cap',
+        available: plan.usageCredits,
+        url: `${base}/billing/spend-cap`,
+      }
+    case 'purchase_addon':
+      return {
+        kind,
+        label: 'Buy an allowance add-on',
+        available: plan.monthlyPriceCents !== 0,
+        url: `${base}/billing/add-ons`,
+      }
+    case 'compact_context':
+      return { kind, label: 'Summarise or drop earlier messages', available: true, url: null }
+    case 'new_conversation':
+      return { kind, label: 'Start a new conversation', available: true, url: null }
+    case 'retry_later': {
+      const when = bindingLimit?.retry_after_seconds ?? null
+      const resets = bindingLimit?.resets_at ?? null
+      return {
+        kind,
+        label:
+          when !== null ? `Retry in ${Math.ceil(when)} s` : resets ? `Retry after ${resets}` : 'Retry later',
+        available: when !== null || resets !== null,
+        url: null,
+      }
+    }
+  }
+}
+
+export function buildUpgradeDecision(input: UpgradeDecisionInput): UpgradeDecision {
+  const base = (input.consoleUrl ?? (input.catalog ?? PLAN_CATALOG).consoleUrl).replace(/\/+$/, '')
+  return UpgradeDecisionSchema.parse({
+    schema_version: UPGRADE_SCHEMA_VERSION,
+    reason: input.reason,
+    current_plan: input.plan.id,
+    required_plan: input.requiredPlan?.id ?? null,
+    ...(input.requestedModel === undefined ? {} : { requested_model: input.requestedModel }),
+    ...(input.requestedDomain === undefined ? {} : { requested_domain: input.requestedDomain }),
+    ...(input.requestedFeature === undefined ? {} : { requested_feature: input.requestedFeature }),
+    ...(input.bindingLimit === undefined ? {} : { binding_limit: input.bindingLimit }),
+    actions: ACTIONS_BY_REASON[input.reason].map((kind) => action(kind, input, base)),
+  })
+}
+
+function limitFacts(limit: BindingLimit | undefined): string {
+  if (!limit || limit.limit === undefined) return ''
+  return ` (${limit.used ?? limit.limit} of ${limit.limit} ${limit.unit})`
+}
+
+function nextStep(decision: UpgradeDecision): string {
+  const offered = decision.actions.filter((a) => a.available)
+  const upgrade = offered.find((a) => a.kind === 'upgrade_plan')
+  const other = offered.filter((a) => a.kind !== 'upgrade_plan').map((a) => a.label.toLowerCase())
+  const steps = [
+    ...(upgrade ? [`upgrade to the ${decision.required_plan} plan at ${upgrade.url}`] : []),
+    ...other,
+  ]
+  if (steps.length === 0)
+    return decision.required_plan ? ` The ${decision.required_plan} plan allows it.` : ''
+  return ` To continue: ${steps.join(', or ')}.`
+}
+
+/** One sentence of facts per reason, then what to do. */
+export function upgradeMessage(decision: UpgradeDecision, catalog: PlanCatalog = PLAN_CATALOG): string {
+  const planName = getPlan(decision.current_plan, catalog)?.name ?? decision.current_plan
+  const limit = decision.binding_limit
+  const resets = limit?.resets_at ? `; it resets at ${limit.resets_at}` : ''
+  let facts: string
+  switch (decision.reason) {
+    case 'model_access_required':
+      facts = `Model ${decision.requested_model ?? '(unknown)'} is not included in the ${planName} plan.`
+      break
+    case 'domain_tier_required':
+      facts = `The ${decision.requested_domain ?? '(unknown)'} domain is not included in the ${planName} plan.`
+      break
+    case 'feature_required':
+      facts = `The ${decision.requested_feature ?? '(unknown)'} feature is not included in the ${planName} plan.`
+      break
+    case 'token_allowance_exhausted':
+      facts = `The ${planName} plan's monthly token allowance is used up${limitFacts(limit)}${resets}.`
+      break
+    case 'tier_allowance_exhausted':
+      facts = `The ${planName} plan's allowance for ${decision.requested_model ?? limit?.kind ?? 'this tier'} is used up${limitFacts(limit)}${resets}.`
+      break
+    case 'insufficient_credits':
+      facts = `Usage credits are exhausted${limit?.remaining !== undefined ? ` (balance ${limit.remaining} cents)` : ''}.`
+      break
+    case 'overage_cap_reached':
+      facts = `The overage spend cap is reached${limitFacts(limit)}${resets}.`
+      break
+    case 'context_limit_reached':
+      facts = `The request needs ${limit?.used ?? 'more'} context tokens but the ${planName} plan allows ${limit?.limit ?? 'fewer'}.`
+      break
+    case 'rate_limited':
+      facts = `Rate limit reached: ${limit?.limit ?? 'the'} ${limit?.unit ?? 'requests'} per minute on the ${planName} plan${limit?.retry_after_seconds != null ? `; retry in ${Math.ceil(limit.retry_after_seconds)} s` : ''}.`
+      break
+  }
+  return `${facts}${nextStep(decision)}`
+}
+
+/** Headers for a decision: `x-should-retry: false` unless transient; Retry-After (1..60 s) when transient. */
+export function upgradeHeaders(decision: UpgradeDecision): Record<string, string> {
+  if (decision.reason !== 'rate_limited') return { 'x-should-retry': 'false' }
+  const seconds = decision.binding_limit?.retry_after_seconds ?? 1
+  return { 'retry-after': String(Math.min(60, Math.max(1, Math.ceil(seconds)))) }
+}
+
+/** The AppError for a decision: status from the table, body `{error, svc_upgrade}`. */
+export function actionRequiredError(
+  decision: UpgradeDecision,
+  options: { readonly param?: string | null; readonly catalog?: PlanCatalog } = {},
+): AppError {
+  const checked = UpgradeDecisionSchema.parse(decision)
+  return new AppError(
+    UPGRADE_REASON_STATUS[checked.reason],
+    checked.reason,
+    upgradeMessage(checked, options.catalog),
+    {
+      type: ERROR_TYPE[checked.reason],
+      param: options.param ?? null,
+      headers: upgradeHeaders(checked),
+      extraBody: { svc_upgrade: checked },
+    },
+  )
+}

@@ -1,0 +1,142 @@
+/**
+ * One call for the chat worker: validated request in, client-ready completion (JSON) or SSE
+ * stream out, plus the usage to meter. Live requests go to the configured upstreams; test-mode
+ * requests only ever reach the built-in simulated model.
+ */
+import type { ModelAlias } from '../catalog/model-aliases'
+import { AppError } from '../http/errors'
+import { relayChatStream, type StreamOutcome } from './chat-stream'
+import {
+  type ChatCompletion,
+  type NormalizedUsage,
+  normalizeUsage,
+  type ProviderChatRequest,
+  toWireUsage,
+  usageFromCounts,
+} from './chat-wire'
+import {
+  BreakerSettingsSchema,
+  MODEL_PROVIDERS_VAR,
+  type ProviderRegistry,
+  type ProviderTarget,
+  RetrySettingsSchema,
+  simulatedTargets,
+} from './provider-config'
+import { countPromptTokens, countTextTokens } from './tokenizer'
+import {
+  defaultUpstreamDeps,
+  type ProviderEnv,
+  sendChatCompletion,
+  type UpstreamAttempt,
+  type UpstreamDeps,
+} from './upstream-client'
+
+export type ChatMode = 'live' | 'test'
+
+export interface ChatCompletionInput {
+  readonly request: ProviderChatRequest
+  readonly alias: ModelAlias
+  /** 'test' for svc_sk_test_ keys: answered by the simulated model, never by an upstream. */
+  readonly mode: ChatMode
+  /** From providerRegistryFromEnv(env); null when MODEL_PROVIDERS is unset. Unused in test mode. */
+  readonly registry: ProviderRegistry | null
+  readonly env: ProviderEnv
+  /** The client request's signal: aborting it aborts the upstream request. */
+  readonly signal?: AbortSignal
+  readonly requestId?: string
+  readonly deps?: Partial<UpstreamDeps>
+}
+
+interface ResultBase {
+  readonly target: { readonly providerId: string; readonly upstreamModel: string }
+  readonly attempts: readonly UpstreamAttempt[]
+}
+
+export type ChatCompletionResult =
+  | (ResultBase & {
+      readonly kind: 'json'
+      /** The body to send: `model` is the alias, `usage` always present. */
+      readonly completion: ChatCompletion
+      readonly usage: NormalizedUsage
+      readonly usageSource: 'upstream' | 'estimated'
+    })
+  | (ResultBase & {
+      readonly kind: 'stream'
+      /** SSE bytes for the client (content-type text/event-stream). */
+      readonly stream: ReadableStream<Uint8Array>
+      /** Settles when the stream ended (completed, cut, or client gone) with the usage to meter. */
+      readonly outcome: Promise<StreamOutcome>
+    })
+
+function completionText(completion: ChatCompletion): string {
+  let text = ''
+  for (const choice of completion.choices) {
+    text += (choice.message.content ?? '') + (choice.message.refusal ?? '')
+    for (const call of choice.message.tool_calls ?? []) text += call.function.name + call.function.arguments
+  }
+  return text
+}
+
+function targetsFor(input: ChatCompletionInput): readonly ProviderTarget[] {
+  if (input.mode === 'test') return simulatedTargets(input.alias)
+  if (!input.registry) {
+    throw new AppError(
+      503,
+      'provider_not_configured',
+      `No model provider is configured on this deployment. The operator must set ${MODEL_PROVIDERS_VAR} (see docs/providers.md).`,
+    )
+  }
+  return input.registry.targetsFor(input.alias)
+}
+
+export async function createChatCompletion(input: ChatCompletionInput): Promise<ChatCompletionResult> {
+  const deps = defaultUpstreamDeps(input.deps)
+  const config = input.mode === 'live' ? input.registry?.config : undefined
+  const success = await sendChatCompletion(
+    {
+      alias: input.alias,
+      request: input.request,
+      targets: targetsFor(input),
+      env: input.env,
+      retry: config?.retry ?? RetrySettingsSchema.parse({}),
+      breaker: config?.breaker ?? BreakerSettingsSchema.parse({}),
+      ...(input.signal ? { signal: input.signal } : {}),
+      ...(input.requestId ? { requestId: input.requestId } : {}),
+    },
+    deps,
+  )
+  const target = { providerId: success.target.provider.id, upstreamModel: success.target.upstreamModel }
+  const promptTokens = () => countPromptTokens(input.request.messages, input.request.tools)
+
+  if (success.kind === 'json') {
+    const reported = normalizeUsage(success.completion.usage)
+    const usage =
+      reported ?? usageFromCounts(promptTokens(), countTextTokens(completionText(success.completion)))
+    return {
+      kind: 'json',
+      completion: {
+        ...success.completion,
+        model: input.alias,
+        usage: success.completion.usage ?? toWireUsage(usage),
+      },
+      usage,
+      usageSource: reported ? 'upstream' : 'estimated',
+      target,
+      attempts: success.attempts,
+    }
+  }
+
+  const relay = relayChatStream(success.body, {
+    alias: input.alias,
+    includeUsage: input.request.stream_options?.include_usage === true,
+    promptTokens,
+    idleTimeoutMs: success.target.provider.streamIdleTimeoutMs,
+    abortUpstream: success.abort,
+    ...(input.signal ? { signal: input.signal } : {}),
+  })
+  const outcome = relay.outcome.then((result) => {
+    if (result.status === 'upstream_cut') success.breaker.recordFailure(deps.now())
+    return result
+  })
+  return { kind: 'stream', stream: relay.stream, outcome, target, attempts: success.attempts }
+}

@@ -1,0 +1,261 @@
+import { describe, expect, it } from 'vitest'
+import { createChatStreamTransform, relayChatStream } from './chat-stream'
+import { SseParser } from './sse'
+import { countTextTokens } from './tokenizer'
+
+const encoder = new TextEncoder()
+
+function chunk(
+  delta: Record<string, unknown>,
+  finish: string | null = null,
+  extra: Record<string, unknown> = {},
+) {
+  return `data: ${JSON.stringify({
+    id: 'chatcmpl-up',
+    object: 'chat.completion.chunk',
+    created: 1700000000,
+    model: 'gpt-4o-mini-2024-07-18',
+    system_fingerprint: 'fp_1',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    usage: null,
+    ...extra,
+  })}\n\n`
+}
+const usageChunk = `data: ${JSON.stringify({
+  id: 'chatcmpl-up',
+  object: 'chat.completion.chunk',
+  created: 1700000000,
+  model: 'gpt-4o-mini-2024-07-18',
+  choices: [],
+  usage: {
+    prompt_tokens: 11,
+    completion_tokens: 4,
+    total_tokens: 15,
+    prompt_tokens_details: { cached_tokens: 3 },
+    completion_tokens_details: { reasoning_tokens: 1 },
+  },
+})}\n\n`
+const done = 'data: [DONE]\n\n'
+const fullStream = [
+  chunk({ role: 'assistant', content: '' }),
+  chunk({ content: 'Hello' }),
+  chunk({ content: ' there' }),
+  chunk({}, 'stop'),
+  usageChunk,
+  done,
+]
+
+/** An upstream body that sends `parts` (each one network chunk) then ends, errors, or stays silent. */
+function upstream(parts: string[], end: 'close' | 'error' | 'hang' = 'close'): ReadableStream<Uint8Array> {
+  let i = 0
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const part = parts[i++]
+      if (part !== undefined) controller.enqueue(encoder.encode(part))
+      else if (end === 'close') controller.close()
+      else if (end === 'error') controller.error(new Error('connection reset'))
+      else return new Promise<void>(() => {})
+    },
+  })
+}
+
+async function readEvents(stream: ReadableStream<Uint8Array>): Promise<string[]> {
+  const parser = new SseParser()
+  const events: string[] = []
+  const reader = stream.getReader()
+  for (;;) {
+    const { done: finished, value } = await reader.read()
+    if (finished) break
+    for (const e of parser.pushBytes(value)) if (e.kind === 'data') events.push(e.data)
+  }
+  for (const e of parser.end()) if (e.kind === 'data') events.push(e.data)
+  return events
+}
+
+const options = { alias: 'svc-cell', promptTokens: () => 42, idleTimeoutMs: 1000 }
+
+describe('relayChatStream', () => {
+  it('rewrites model to the alias, keeps id/created, and strips the usage chunk when the client did not ask', async () => {
+    const relay = relayChatStream(upstream(fullStream), { ...options, includeUsage: false })
+    const events = await readEvents(relay.stream)
+    expect(events.at(-1)).toBe('[DONE]')
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e))
+    expect(chunks).toHaveLength(4)
+    for (const c of chunks) {
+      expect(c).toMatchObject({
+        id: 'chatcmpl-up',
+        created: 1700000000,
+        model: 'svc-cell',
+        object: 'chat.completion.chunk',
+      })
+      expect(c).not.toHaveProperty('usage')
+      expect(c.system_fingerprint).toBe('fp_1')
+    }
+    const outcome = await relay.outcome
+    expect(outcome).toMatchObject({
+      status: 'completed',
+      usageSource: 'upstream',
+      finishReasons: { 0: 'stop' },
+    })
+    expect(outcome.usage).toEqual({
+      promptTokens: 11,
+      completionTokens: 4,
+      totalTokens: 15,
+      cachedTokens: 3,
+      reasoningTokens: 1,
+    })
+  })
+
+  it('forwards the usage chunk, and usage: null on the others, when the client asked for include_usage', async () => {
+    const relay = relayChatStream(upstream(fullStream), { ...options, includeUsage: true })
+    const chunks = (await readEvents(relay.stream)).slice(0, -1).map((e) => JSON.parse(e))
+    expect(chunks).toHaveLength(5)
+    expect(chunks.slice(0, 4).every((c) => c.usage === null)).toBe(true)
+    expect(chunks[4]).toMatchObject({ choices: [], model: 'svc-cell', usage: { total_tokens: 15 } })
+  })
+
+  it('adds an estimated usage chunk for a client that asked for usage when the upstream sent none', async () => {
+    const relay = relayChatStream(upstream([...fullStream.slice(0, 4), done]), {
+      ...options,
+      includeUsage: true,
+    })
+    const events = await readEvents(relay.stream)
+    expect(events.at(-1)).toBe('[DONE]')
+    const usage = JSON.parse(events.at(-2) ?? '{}')
+    expect(usage).toMatchObject({ id: 'chatcmpl-up', choices: [], model: 'svc-cell' })
+    expect(usage.usage).toMatchObject({
+      prompt_tokens: 42,
+      completion_tokens: countTextTokens('Hello there'),
+    })
+    expect((await relay.outcome).usageSource).toBe('estimated')
+  })
+
+  it('handles events split across network chunks at arbitrary points', async () => {
+    const wire = fullStream.join('')
+    const parts: string[] = []
+    for (let i = 0; i < wire.length; i += 7) parts.push(wire.slice(i, i + 7))
+    const relay = relayChatStream(upstream(parts), { ...options, includeUsage: false })
+    const chunks = (await readEvents(relay.stream)).slice(0, -1).map((e) => JSON.parse(e))
+    expect(chunks.map((c) => c.choices[0].delta.content ?? '').join('')).toBe('Hello there')
+  })
+
+  it('passes each chunk on before the next one arrives (no buffering)', async () => {
+    let release: () => void = () => {}
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let step = 0
+    const slow = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        step++
+        if (step === 1) controller.enqueue(encoder.encode(chunk({ role: 'assistant', content: 'first' })))
+        else if (step === 2) {
+          await gate
+          controller.enqueue(encoder.encode(chunk({}, 'stop') + done))
+        } else controller.close()
+      },
+    })
+    const relay = relayChatStream(slow, { ...options, includeUsage: false })
+    const reader = relay.stream.getReader()
+    const first = await reader.read()
+    expect(new TextDecoder().decode(first.value)).toContain('"first"')
+    release()
+    await reader.cancel()
+  })
+
+  it('on an upstream cut emits one error event, no [DONE], and estimates usage from the text so far', async () => {
+    const relay = relayChatStream(upstream(fullStream.slice(0, 3), 'error'), {
+      ...options,
+      includeUsage: true,
+    })
+    const events = await readEvents(relay.stream)
+    expect(events).not.toContain('[DONE]')
+    const last = JSON.parse(events.at(-1) ?? '{}')
+    expect(last.error).toMatchObject({ type: 'upstream_error', code: 'upstream_stream_interrupted' })
+    expect(last.error.message).toMatch(/stopped streaming/)
+    const outcome = await relay.outcome
+    expect(outcome.status).toBe('upstream_cut')
+    expect(outcome.usageSource).toBe('estimated')
+    expect(outcome.usage.promptTokens).toBe(42)
+    expect(outcome.usage.completionTokens).toBe(countTextTokens('Hello there'))
+  })
+
+  it('treats an upstream that closes without finishing as a cut', async () => {
+    const relay = relayChatStream(upstream(fullStream.slice(0, 2)), { ...options, includeUsage: false })
+    const events = await readEvents(relay.stream)
+    expect(JSON.parse(events.at(-1) ?? '{}').error.code).toBe('upstream_stream_interrupted')
+    expect((await relay.outcome).status).toBe('upstream_cut')
+  })
+
+  it('ends a stalled upstream after the idle timeout', async () => {
+    const relay = relayChatStream(upstream(fullStream.slice(0, 2), 'hang'), {
+      ...options,
+      includeUsage: false,
+      idleTimeoutMs: 50,
+    })
+    const events = await readEvents(relay.stream)
+    expect(JSON.parse(events.at(-1) ?? '{}').error.code).toBe('upstream_timeout')
+  })
+
+  it('closes the stream itself when the upstream finished every choice but forgot [DONE]', async () => {
+    const relay = relayChatStream(upstream(fullStream.slice(0, 5)), { ...options, includeUsage: false })
+    expect((await readEvents(relay.stream)).at(-1)).toBe('[DONE]')
+    expect((await relay.outcome).status).toBe('completed')
+  })
+
+  it('relays an error event sent by the upstream and stops', async () => {
+    const errorEvent = `data: ${JSON.stringify({ error: { message: 'overloaded', type: 'server_error' } })}\n\n`
+    const relay = relayChatStream(upstream([fullStream[0] ?? '', errorEvent, chunk({ content: 'late' })]), {
+      ...options,
+      includeUsage: false,
+    })
+    const events = await readEvents(relay.stream)
+    expect(events).toHaveLength(2)
+    expect(JSON.parse(events[1] ?? '{}').error.message).toContain('overloaded')
+    expect((await relay.outcome).status).toBe('upstream_error')
+  })
+
+  it('on client cancel stops reading, aborts the upstream and settles with an estimate', async () => {
+    let upstreamCancelled = false
+    let aborted = false
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(encoder.encode(chunk({ content: 'word ' })))
+      },
+      cancel() {
+        upstreamCancelled = true
+      },
+    })
+    const relay = relayChatStream(endless, {
+      ...options,
+      includeUsage: false,
+      abortUpstream: () => {
+        aborted = true
+      },
+    })
+    const reader = relay.stream.getReader()
+    await reader.read()
+    await reader.read()
+    await reader.cancel()
+    const outcome = await relay.outcome
+    expect(outcome.status).toBe('client_cancelled')
+    expect(outcome.usageSource).toBe('estimated')
+    expect(outcome.usage.completionTokens).toBeGreaterThan(0)
+    expect(upstreamCancelled).toBe(true)
+    expect(aborted).toBe(true)
+  })
+})
+
+describe('createChatStreamTransform', () => {
+  it('works with pipeThrough', async () => {
+    const transform = createChatStreamTransform({
+      alias: 'svc-brood',
+      includeUsage: false,
+      promptTokens: () => 1,
+    })
+    const events = await readEvents(upstream(fullStream).pipeThrough(transform))
+    expect(events).toHaveLength(5)
+    expect(JSON.parse(events[0] ?? '{}').model).toBe('svc-brood')
+    expect((await transform.outcome).status).toBe('completed')
+  })
+})

@@ -1,0 +1,49 @@
+/** The provider layer of chat completions: see docs/providers.md. */
+export {
+  type ChatCompletionInput,
+  type ChatCompletionResult,
+  type ChatMode,
+  createChatCompletion,
+} from './chat-completions'
+export {
+  type ChatStreamOptions,
+  type ChatStreamTransform,
+  createChatStreamTransform,
+  relayChatStream,
+  type StreamOutcome,
+  type StreamStatus,
+} from './chat-stream'
+export {
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type NormalizedUsage,
+  normalizeUsage,
+  type ProviderChatRequest,
+  requestedMaxTokens,
+  toWireUsage,
+} from './chat-wire'
+export { BreakerBoard, CircuitBreaker, isolateBreakers } from './circuit-breaker'
+export {
+  MODEL_PROVIDERS_VAR,
+  type ProviderConfig,
+  ProviderConfigError,
+  type ProviderRegistry,
+  type ProviderTarget,
+  parseProviderConfig,
+  providerRegistryFromEnv,
+} from './provider-config'
+export { planSimulatedCompletion, simulateChatCompletion } from './simulated-model'
+export { SseParser, sseData } from './sse'
+export {
+  countMessageTokens,
+  countPromptTokens,
+  countTextTokens,
+  countToolDefinitionTokens,
+} from './tokenizer'
+export {
+  type ProviderEnv,
+  sendChatCompletion,
+  type UpstreamAttempt,
+  type UpstreamDeps,
+} from './upstream-client'
+export type { WorkersAiBinding } from './workers-ai'

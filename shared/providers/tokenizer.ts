@@ -1,0 +1,129 @@
+/**
+ * Token counting with a real BPE (o200k_base, the encoding of OpenAI's current chat models),
+ * through gpt-tokenizer's per-encoding entry point so only that one rank table is bundled.
+ *
+ * Chat overhead follows OpenAI's published counting for o200k models (verified by OpenAI
+ * against the API): every message costs 3 tokens plus its role, content and name (a name adds
+ * 1 more), and every reply is primed with 3 tokens. Tool definitions add 7 per function, 3 when
+ * it has properties, 3 per property, enum items 3 each (minus 3 per enum), and 12 at the end.
+ * Images are not BPE text: each image part counts as 85 tokens (OpenAI's low-detail price).
+ * Special-token markers typed by users (`<|endoftext|>`) are counted as plain text.
+ */
+import { countTokens, decode, encode } from 'gpt-tokenizer/encoding/o200k_base'
+import type { ChatContentPart, ChatFunctionTool, ProviderChatMessage } from './chat-wire'
+
+const PLAIN_TEXT = { disallowedSpecial: new Set<string>() }
+
+export const TOKENS_PER_MESSAGE = 3
+export const TOKENS_PER_NAME = 1
+export const REPLY_PRIMER_TOKENS = 3
+export const TOKENS_PER_TOOL_CALL = 3
+export const IMAGE_PART_TOKENS = 85
+
+const TOOL_FUNCTION_INIT = 7
+const TOOL_PROPERTIES_INIT = 3
+const TOOL_PROPERTY_KEY = 3
+const TOOL_ENUM_INIT = -3
+const TOOL_ENUM_ITEM = 3
+const TOOLS_END = 12
+
+export function countTextTokens(text: string): number {
+  return text.length === 0 ? 0 : countTokens(text, PLAIN_TEXT)
+}
+
+/** The first `maxTokens` tokens of `text`, decoded back to a string. */
+export function truncateToTokens(text: string, maxTokens: number): string {
+  if (maxTokens <= 0) return ''
+  const tokens = encode(text, PLAIN_TEXT)
+  return tokens.length <= maxTokens ? text : decode(tokens.slice(0, maxTokens))
+}
+
+/** Splits text into pieces of at most `tokensPerPiece` tokens that never cut a character in two. */
+export function splitByTokens(text: string, tokensPerPiece: number): string[] {
+  const tokens = encode(text, PLAIN_TEXT)
+  const pieces: string[] = []
+  let pending: number[] = []
+  for (const token of tokens) {
+    pending.push(token)
+    if (pending.length >= tokensPerPiece) {
+      const piece = decode(pending)
+      // A piece ending inside a multi-byte character decodes to U+FFFD: keep collecting.
+      if (!piece.endsWith('\uFFFD')) {
+        pieces.push(piece)
+        pending = []
+      }
+    }
+  }
+  if (pending.length > 0) pieces.push(decode(pending))
+  return pieces
+}
+
+function contentTokens(content: ProviderChatMessage['content']): number {
+  if (content === undefined || content === null) return 0
+  if (typeof content === 'string') return countTextTokens(content)
+  let total = 0
+  for (const part of content as readonly ChatContentPart[]) {
+    if (part.type === 'text' && typeof part.text === 'string') total += countTextTokens(part.text)
+    else if (part.type === 'refusal' && typeof part.refusal === 'string')
+      total += countTextTokens(part.refusal)
+    else if (part.type === 'image_url') total += IMAGE_PART_TOKENS
+  }
+  return total
+}
+
+export function countMessageTokens(message: ProviderChatMessage): number {
+  let total = TOKENS_PER_MESSAGE + countTextTokens(message.role) + contentTokens(message.content)
+  if (message.name !== undefined) total += countTextTokens(message.name) + TOKENS_PER_NAME
+  if (message.tool_call_id !== undefined) total += countTextTokens(message.tool_call_id)
+  for (const call of message.tool_calls ?? []) {
+    total +=
+      TOKENS_PER_TOOL_CALL + countTextTokens(call.function.name) + countTextTokens(call.function.arguments)
+  }
+  return total
+}
+
+interface PropertySchema {
+  type?: unknown
+  description?: unknown
+  enum?: unknown
+}
+
+function withoutTrailingPeriod(text: string): string {
+  return text.endsWith('.') ? text.slice(0, -1) : text
+}
+
+export function countToolDefinitionTokens(tools: readonly ChatFunctionTool[] | undefined): number {
+  if (!tools || tools.length === 0) return 0
+  let total = 0
+  for (const tool of tools) {
+    const fn = tool.function
+    total += TOOL_FUNCTION_INIT
+    total += countTextTokens(`${fn.name}:${withoutTrailingPeriod(fn.description ?? '')}`)
+    const properties = fn.parameters?.properties
+    if (properties && typeof properties === 'object' && Object.keys(properties).length > 0) {
+      total += TOOL_PROPERTIES_INIT
+      for (const [key, raw] of Object.entries(properties as Record<string, unknown>)) {
+        const property = (raw ?? {}) as PropertySchema
+        total += TOOL_PROPERTY_KEY
+        if (Array.isArray(property.enum)) {
+          total += TOOL_ENUM_INIT
+          for (const item of property.enum) total += TOOL_ENUM_ITEM + countTextTokens(String(item))
+        }
+        const type = typeof property.type === 'string' ? property.type : JSON.stringify(property.type ?? '')
+        const description = typeof property.description === 'string' ? property.description : ''
+        total += countTextTokens(`${key}:${type}:${withoutTrailingPeriod(description)}`)
+      }
+    }
+  }
+  return total + TOOLS_END
+}
+
+/** Prompt tokens of a chat request as OpenAI bills them (messages, reply primer, tool definitions). */
+export function countPromptTokens(
+  messages: readonly ProviderChatMessage[],
+  tools?: readonly ChatFunctionTool[],
+): number {
+  let total = REPLY_PRIMER_TOKENS
+  for (const message of messages) total += countMessageTokens(message)
+  return total + countToolDefinitionTokens(tools)
+}

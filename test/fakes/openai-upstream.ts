@@ -1,0 +1,469 @@
+/**
+ * A local OpenAI-compatible upstream for end-to-end tests: point a provider's `baseUrl` in
+ * MODEL_PROVIDERS at `fake.baseUrl` (…/v1) and its `apiKeySecret` at a secret holding `fake.apiKey`.
+ *
+ * Speaks the wire format the real API does:
+ * - POST /v1/chat/completions → `chat.completion` JSON, or with `stream: true` SSE chunks
+ *   (`chat.completion.chunk`, same id/created on each, role first, content deltas, a finish
+ *   chunk, then — only with `stream_options.include_usage` — one `choices: []` usage chunk, all
+ *   other chunks carrying `usage: null`), ending `data: [DONE]`.
+ *   Tool calls when `tools` are given and `tool_choice` is "required"/names a function, or the
+ *   last user message names a tool: streamed with index/id/type/name/arguments:"" first, then
+ *   argument fragments; finish_reason "tool_calls".
+ *   `max_tokens`/`max_completion_tokens` cut the reply (finish_reason "length").
+ * - GET /v1/models → `{object: "list", data: [{id, object: "model", created, owned_by}]}`.
+ * - OpenAI's errors: 401 invalid_api_key (when `apiKey` is set), 404 model_not_found for a
+ *   model not in `models`, 400 for a body without messages and for `stream_options` without
+ *   `stream` (OpenAI rejects that too).
+ *
+ * Replies are deterministic: "Fake upstream <model> reply: <last user text>". Usage is counted
+ * with the o200k_base tokenizer.
+ *
+ * Faults, scriptable for the next N chat requests (`failNext`) or for every request matching a
+ * predicate (`failWhen`, e.g. by model): an HTTP status (429 with Retry-After, 500, 503, …), a
+ * hang (never answers), a stream cut after K chunks (socket destroyed), slow chunks, and an
+ * error event mid-stream. Every request is recorded (method, path, headers, parsed body, the
+ * fault served), so tests can assert e.g. that `stream_options.include_usage` was injected.
+ */
+import { randomUUID } from 'node:crypto'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { countTokens, decode, encode } from 'gpt-tokenizer/encoding/o200k_base'
+
+export type UpstreamFault =
+  | {
+      readonly kind: 'status'
+      readonly status: number
+      readonly retryAfter?: string
+      readonly body?: unknown
+    }
+  | { readonly kind: 'hang' }
+  | { readonly kind: 'cut'; readonly afterChunks: number }
+  | { readonly kind: 'slow'; readonly delayMs: number }
+  | { readonly kind: 'error_event'; readonly afterChunks: number }
+
+export interface RecordedUpstreamRequest {
+  readonly method: string
+  readonly path: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+  readonly receivedAt: number
+  /** The fault served, or null for a normal answer. */
+  fault: UpstreamFault | null
+}
+
+export interface FakeOpenAIUpstream {
+  /** http://127.0.0.1:<port> */
+  readonly url: string
+  /** `${url}/v1`: the provider baseUrl. */
+  readonly baseUrl: string
+  readonly port: number
+  /** The key the fake expects as `Authorization: Bearer …` (null: any key or none). */
+  readonly apiKey: string | null
+  readonly requests: RecordedUpstreamRequest[]
+  /** Chat requests only (POST /v1/chat/completions). */
+  chatRequests(): RecordedUpstreamRequest[]
+  /** Serves `fault` for the next `times` chat requests (default 1). */
+  failNext(fault: UpstreamFault, times?: number): void
+  /** Serves `fault` for every chat request `when` matches, until reset(). */
+  failWhen(when: (request: RecordedUpstreamRequest) => boolean, fault: UpstreamFault): void
+  /** Clears faults and recorded requests. */
+  reset(): void
+  stop(): Promise<void>
+}
+
+export interface FakeOpenAIUpstreamOptions {
+  /** Expected API key; default a random `sk-fake-…`; null accepts any. */
+  readonly apiKey?: string | null
+  /** Models served; default accepts any model name. */
+  readonly models?: readonly string[]
+  readonly host?: string
+}
+
+interface ChatBody {
+  model?: unknown
+  messages?: unknown
+  stream?: unknown
+  stream_options?: { include_usage?: unknown } | null
+  max_tokens?: unknown
+  max_completion_tokens?: unknown
+  n?: unknown
+  tools?: { type?: string; function?: { name?: string } }[]
+  tool_choice?: unknown
+}
+
+interface Message {
+  role?: string
+  content?: unknown
+  name?: string
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  return content
+    .map((part: { type?: string; text?: string }) =>
+      part?.type === 'text' && typeof part.text === 'string' ? part.text : '',
+    )
+    .join(' ')
+}
+
+const plain = { disallowedSpecial: new Set<string>() }
+const tokens = (text: string) => (text ? countTokens(text, plain) : 0)
+
+function promptTokens(messages: Message[]): number {
+  let total = 3
+  for (const m of messages)
+    total += 3 + tokens(m.role ?? '') + tokens(textOf(m.content)) + (m.name ? tokens(m.name) + 1 : 0)
+  return total
+}
+
+function openAiError(message: string, type: string, code: string | null, param: string | null = null) {
+  return { error: { message, type, param, code } }
+}
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'x-request-id': `req_${randomUUID()}`,
+    ...headers,
+  })
+  res.end(JSON.stringify(body))
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of req) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function chooseTool(body: ChatBody, messages: Message[]): string | null {
+  const tools = (body.tools ?? []).filter(
+    (t) => t.type === 'function' && typeof t.function?.name === 'string',
+  )
+  if (tools.length === 0 || body.tool_choice === 'none') return null
+  const choice = body.tool_choice as { function?: { name?: string } } | string | undefined
+  if (choice && typeof choice === 'object') return choice.function?.name ?? null
+  const last = messages[messages.length - 1]
+  const text = last?.role === 'user' ? textOf(last.content).toLowerCase() : ''
+  const named = tools.find((t) => text.includes(String(t.function?.name).toLowerCase()))
+  if (named) return named.function?.name ?? null
+  return choice === 'required' ? (tools[0]?.function?.name ?? null) : null
+}
+
+export async function startFakeOpenAIUpstream(
+  options: FakeOpenAIUpstreamOptions = {},
+): Promise<FakeOpenAIUpstream> {
+  const apiKey = options.apiKey === undefined ? `sk-fake-${randomUUID()}` : options.apiKey
+  const requests: RecordedUpstreamRequest[] = []
+  let queued: { fault: UpstreamFault; remaining: number }[] = []
+  let rules: { when: (r: RecordedUpstreamRequest) => boolean; fault: UpstreamFault }[] = []
+  const sockets = new Set<Socket>()
+
+  const pickFault = (record: RecordedUpstreamRequest): UpstreamFault | null => {
+    const head = queued[0]
+    if (head) {
+      head.remaining -= 1
+      if (head.remaining <= 0) queued.shift()
+      return head.fault
+    }
+    return rules.find((rule) => rule.when(record))?.fault ?? null
+  }
+
+  const chat = async (res: ServerResponse, body: ChatBody, record: RecordedUpstreamRequest) => {
+    if (!Array.isArray(body.messages) || body.messages.length === 0) {
+      return sendJson(
+        res,
+        400,
+        openAiError(
+          "Missing required parameter: 'messages'.",
+          'invalid_request_error',
+          'missing_required_parameter',
+          'messages',
+        ),
+      )
+    }
+    const model = String(body.model ?? '')
+    if (options.models && !options.models.includes(model)) {
+      return sendJson(
+        res,
+        404,
+        openAiError(
+          `The model \`${model}\` does not exist or you do not have access to it.`,
+          'invalid_request_error',
+          'model_not_found',
+        ),
+      )
+    }
+    const stream = body.stream === true
+    if (!stream && body.stream_options !== undefined && body.stream_options !== null) {
+      return sendJson(
+        res,
+        400,
+        openAiError(
+          "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+          'invalid_request_error',
+          null,
+          'stream_options',
+        ),
+      )
+    }
+    const fault = pickFault(record)
+    record.fault = fault
+    if (fault?.kind === 'hang') return
+    if (fault?.kind === 'status') {
+      const headers: Record<string, string> = fault.retryAfter ? { 'retry-after': fault.retryAfter } : {}
+      const defaultBody =
+        fault.status === 429
+          ? openAiError(
+              'Rate limit reached for requests. Please try again later.',
+              'requests',
+              'rate_limit_exceeded',
+            )
+          : openAiError(
+              'The server had an error while processing your request. Sorry about that!',
+              'server_error',
+              null,
+            )
+      return sendJson(res, fault.status, fault.body ?? defaultBody, headers)
+    }
+
+    const messages = body.messages as Message[]
+    const maxTokens = Number(body.max_completion_tokens ?? body.max_tokens ?? Number.POSITIVE_INFINITY)
+    const n = typeof body.n === 'number' && body.n > 0 ? body.n : 1
+    const lastUser = [...messages].reverse().find((m) => m.role === 'user')
+    const toolName = chooseTool(body, messages)
+    const id = `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 29)}`
+    const created = Math.floor(Date.now() / 1000)
+    const full = toolName ? '{"query":"fake"}' : `Fake upstream ${model} reply: ${textOf(lastUser?.content)}`
+    const all = encode(full, plain)
+    const cut = all.length > maxTokens
+    const text = cut ? decode(all.slice(0, maxTokens)) : full
+    const finish = cut ? 'length' : toolName ? 'tool_calls' : 'stop'
+    const completionTokens = tokens(text) * n
+    const prompt = promptTokens(messages)
+    const usage = {
+      prompt_tokens: prompt,
+      completion_tokens: completionTokens,
+      total_tokens: prompt + completionTokens,
+      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      completion_tokens_details: {
+        reasoning_tokens: 0,
+        audio_tokens: 0,
+        accepted_prediction_tokens: 0,
+        rejected_prediction_tokens: 0,
+      },
+    }
+    const callId = `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`
+
+    if (!stream) {
+      if (fault?.kind === 'slow') await sleep(fault.delayMs)
+      const payload = JSON.stringify({
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: Array.from({ length: n }, (_, index) => ({
+          index,
+          message: {
+            role: 'assistant',
+            content: toolName ? null : text,
+            refusal: null,
+            annotations: [],
+            ...(toolName
+              ? {
+                  tool_calls: [
+                    { id: callId, type: 'function', function: { name: toolName, arguments: text } },
+                  ],
+                }
+              : {}),
+          },
+          logprobs: null,
+          finish_reason: finish,
+        })),
+        usage,
+        service_tier: 'default',
+        system_fingerprint: 'fp_fake',
+      })
+      if (fault?.kind === 'cut') {
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(payload)),
+        })
+        res.write(payload.slice(0, Math.floor(payload.length / 2)))
+        res.socket?.destroy()
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': `req_${randomUUID()}` })
+      res.end(payload)
+      return
+    }
+
+    const includeUsage = body.stream_options?.include_usage === true
+    const chunk = (index: number, delta: Record<string, unknown>, finishReason: string | null = null) => ({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      service_tier: 'default',
+      system_fingerprint: 'fp_fake',
+      choices: [{ index, delta, logprobs: null, finish_reason: finishReason }],
+      ...(includeUsage ? { usage: null } : {}),
+    })
+    const events: unknown[] = []
+    for (let index = 0; index < n; index++) {
+      if (toolName) {
+        events.push(
+          chunk(index, {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { index: 0, id: callId, type: 'function', function: { name: toolName, arguments: '' } },
+            ],
+            refusal: null,
+          }),
+        )
+        for (let i = 0; i < text.length; i += 4) {
+          events.push(
+            chunk(index, { tool_calls: [{ index: 0, function: { arguments: text.slice(i, i + 4) } }] }),
+          )
+        }
+      } else {
+        events.push(chunk(index, { role: 'assistant', content: '', refusal: null }))
+        for (const piece of text.match(/\S+\s*/g) ?? []) events.push(chunk(index, { content: piece }))
+      }
+      events.push(chunk(index, {}, finish))
+    }
+    if (includeUsage) {
+      events.push({
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        service_tier: 'default',
+        system_fingerprint: 'fp_fake',
+        choices: [],
+        usage,
+      })
+    }
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-request-id': `req_${randomUUID()}`,
+    })
+    res.flushHeaders()
+    for (let i = 0; i < events.length; i++) {
+      if (fault?.kind === 'cut' && i === fault.afterChunks) {
+        // Let the chunks already written reach the client before the connection drops.
+        await sleep(100)
+        res.socket?.destroy()
+        return
+      }
+      if (fault?.kind === 'error_event' && i === fault.afterChunks) {
+        res.end(
+          `data: ${JSON.stringify(openAiError('The server had an error while processing your request.', 'server_error', null))}\n\n`,
+        )
+        return
+      }
+      if (fault?.kind === 'slow') await sleep(fault.delayMs)
+      if (res.destroyed) return
+      res.write(`data: ${JSON.stringify(events[i])}\n\n`)
+    }
+    res.end('data: [DONE]\n\n')
+  }
+
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://fake')
+    const raw = await readBody(req)
+    let body: unknown = null
+    try {
+      body = raw ? JSON.parse(raw) : null
+    } catch {
+      body = raw
+    }
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(req.headers))
+      headers[name] = Array.isArray(value) ? value.join(', ') : (value ?? '')
+    const record: RecordedUpstreamRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      headers,
+      body,
+      receivedAt: Date.now(),
+      fault: null,
+    }
+    requests.push(record)
+
+    if (apiKey !== null && headers.authorization !== `Bearer ${apiKey}`) {
+      return sendJson(
+        res,
+        401,
+        openAiError(
+          'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.',
+          'invalid_request_error',
+          'invalid_api_key',
+        ),
+      )
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/models') {
+      const ids = options.models ?? ['fake-model']
+      return sendJson(res, 200, {
+        object: 'list',
+        data: ids.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake-upstream' })),
+      })
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
+      if (typeof body !== 'object' || body === null) {
+        return sendJson(
+          res,
+          400,
+          openAiError('We could not parse the JSON body of your request.', 'invalid_request_error', null),
+        )
+      }
+      return chat(res, body as ChatBody, record)
+    }
+    sendJson(
+      res,
+      404,
+      openAiError(`Invalid URL (${req.method} ${url.pathname})`, 'invalid_request_error', null),
+    )
+  })
+  server.on('connection', (socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => server.listen(0, options.host ?? '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  const url = `http://${options.host ?? '127.0.0.1'}:${port}`
+
+  return {
+    url,
+    baseUrl: `${url}/v1`,
+    port,
+    apiKey,
+    requests,
+    chatRequests: () => requests.filter((r) => r.method === 'POST' && r.path === '/v1/chat/completions'),
+    failNext(fault, times = 1) {
+      queued.push({ fault, remaining: times })
+    },
+    failWhen(when, fault) {
+      rules.push({ when, fault })
+    },
+    reset() {
+      queued = []
+      rules = []
+      requests.length = 0
+    },
+    stop() {
+      for (const socket of sockets) socket.destroy()
+      return new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())))
+    },
+  }
+}
