@@ -25,7 +25,9 @@ export function databaseEnvFromEnvironment(): DatabaseEnv {
   }
   const runtime = path.resolve(ROOT, process.env.DATA_DIR ?? '.data', 'runtime.json')
   if (!existsSync(runtime)) {
-    throw new Error('No running stack found (DATA_DIR/runtime.json). Start it with `npm start`, or set DATABASE_URL.')
+    throw new Error(
+      'No running stack found (DATA_DIR/runtime.json). Start it with `npm start`, or set DATABASE_URL.',
+    )
   }
   return (JSON.parse(readFileSync(runtime, 'utf8')) as { database: DatabaseEnv }).database
 }
@@ -121,7 +123,9 @@ async function main(): Promise<void> {
         break
       }
       default:
-        console.error('usage: npm run workspace -- create-workspace|create-key|list-keys|revoke-key [options]')
+        console.error(
+          'usage: npm run workspace -- create-workspace|create-key|list-keys|revoke-key [options]',
+        )
         process.exitCode = 2
     }
   } finally {

@@ -44,7 +44,9 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `svc-e2e-${kind}-`))
   const scratch = kind === 'postgres' ? await createScratchDatabase() : null
   const fakesDir = path.join(import.meta.dirname, 'fakes')
-  const fakeModules = readdirSync(fakesDir).filter((f) => f.endsWith('.fake.ts')).sort()
+  const fakeModules = readdirSync(fakesDir)
+    .filter((f) => f.endsWith('.fake.ts'))
+    .sort()
   const fakes: Record<string, Record<string, unknown>> = {}
   const fakeEnv: Record<string, string> = {}
   const stopFakes: (() => Promise<void>)[] = []
