@@ -32,6 +32,8 @@ export interface StackFixture {
   tenantA: { id: string; testKey: string; liveKey: string; revokedKey: string }
   tenantB: { id: string; liveKey: string; testKey: string }
   fakes: Record<string, Record<string, unknown>>
+  /** The running stack's database (through its bridge), for creating fixtures in tests. */
+  database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string }
 }
 
 declare module 'vitest' {
@@ -98,6 +100,7 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
     },
     tenantB: { id: tenantBId, ...tenantB },
     fakes,
+    database: stack.database,
   })
 
   return async () => {
