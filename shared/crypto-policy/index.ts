@@ -1,0 +1,4 @@
+/** The crypto policy: algorithm registry, policy schema and presets, per-algorithm checks. */
+export * from './policy'
+export * from './registry'
+export * from './token-algorithms'

@@ -1,0 +1,65 @@
+/**
+ * Byte encodings used by the crypto module: strict base64url (RFC 7515 §2, no padding,
+ * canonical only), hex for test vectors, and a constant-time byte comparison.
+ */
+import { base64url } from 'jose'
+
+const BASE64URL = /^[A-Za-z0-9_-]*$/
+
+export const utf8 = new TextEncoder()
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+export function base64urlEncode(bytes: Uint8Array): string {
+  return base64url.encode(bytes)
+}
+
+/**
+ * Decodes unpadded base64url and returns `null` for anything else: padding, the standard
+ * alphabet, whitespace, an impossible length, or a non-canonical encoding (unused trailing bits
+ * set), so that one byte string has exactly one accepted text form.
+ */
+export function base64urlDecode(text: string): Uint8Array | null {
+  if (!BASE64URL.test(text) || text.length % 4 === 1) return null
+  let bytes: Uint8Array
+  try {
+    bytes = base64url.decode(text)
+  } catch {
+    return null
+  }
+  return base64url.encode(bytes) === text ? bytes : null
+}
+
+/** Decodes UTF-8 and returns `null` for invalid sequences instead of replacing them. */
+export function utf8Decode(bytes: Uint8Array): string | null {
+  try {
+    return utf8Decoder.decode(bytes)
+  } catch {
+    return null
+  }
+}
+
+export function hexToBytes(hex: string): Uint8Array {
+  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) {
+    throw new TypeError(`hex string expected (even length, 0-9a-f), got ${hex.length} characters`)
+  }
+  const out = new Uint8Array(hex.length / 2)
+  for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16)
+  return out
+}
+
+export function bytesToHex(bytes: Uint8Array): string {
+  let hex = ''
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
+  return hex
+}
+
+/**
+ * Compares two byte strings in time that depends only on their lengths, never on where they
+ * first differ. Lengths are not secret here (hash outputs, MAC tags), so they are compared first.
+ */
+export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false
+  let diff = 0
+  for (let i = 0; i < a.length; i++) diff |= (a[i] as number) ^ (b[i] as number)
+  return diff === 0
+}

@@ -1,0 +1,214 @@
+import { sha256 } from '@noble/hashes/sha2.js'
+import { describe, expect, it } from 'vitest'
+import mlDsaKeyGen from '../../test/fixtures/acvp/ml-dsa-keygen.json'
+import mlDsaSigGen from '../../test/fixtures/acvp/ml-dsa-siggen.json'
+import mlKemEncapDecap from '../../test/fixtures/acvp/ml-kem-encapdecap.json'
+import mlKemKeyGen from '../../test/fixtures/acvp/ml-kem-keygen.json'
+import slhDsaKeyGen from '../../test/fixtures/acvp/slh-dsa-keygen.json'
+import { AppError } from '../http/errors'
+import { buildAccessTokenClaims, signAccessToken, verifyAccessToken } from './access-token'
+import { bytesToHex, hexToBytes } from './encoding'
+import { buildJwks, generateSigningKey } from './jwk'
+import { createSelfTestSuite, runSelfTests } from './self-test'
+import { SELF_TEST_VECTORS, type SelfTestVectors } from './self-test.vectors'
+
+type Fixture = { testGroups: { parameterSet: string; tests: Record<string, unknown>[] }[] }
+
+function acvpCase(fixture: Fixture, tcId: number): Record<string, string> {
+  for (const group of fixture.testGroups) {
+    const found = group.tests.find((t) => t.tcId === tcId)
+    if (found) return found as Record<string, string>
+  }
+  throw new Error(`tcId ${tcId} is not in the fixture`)
+}
+
+const digest = (hex: string) => bytesToHex(sha256(hexToBytes(hex)))
+const flipHexNibble = (hex: string) => (hex[0] === '0' ? '1' : '0') + hex.slice(1)
+
+const EXPECTED_TESTS = [
+  'sha256_kat',
+  'ml_dsa_65_keygen_kat',
+  'ml_dsa_65_sign_kat',
+  'ml_dsa_65_verify_kat',
+  'ml_kem_768_keygen_kat',
+  'ml_kem_768_encaps_kat',
+  'ml_kem_768_decaps_kat',
+  'ml_kem_768_implicit_rejection',
+  'slh_dsa_shake_128f_keygen_kat',
+  'ed25519_kat',
+  'argon2id_kat',
+]
+
+describe('runSelfTests', () => {
+  it('passes every known-answer test and reports each one', async () => {
+    const report = await runSelfTests()
+    console.log(
+      'self-test timings (workerd):',
+      report.tests.map((t) => `${t.name} ${t.duration_ms} ms`).join(', '),
+      `total ${report.duration_ms} ms`,
+    )
+    expect(report.tests.map((t) => t.name)).toEqual(EXPECTED_TESTS)
+    for (const test of report.tests) {
+      expect(test, test.name).toMatchObject({ passed: true })
+      expect(test.detail).toBeUndefined()
+      expect(test.duration_ms).toBeGreaterThanOrEqual(0)
+    }
+    expect(report.passed).toBe(true)
+    expect(new Date(report.completed_at).toString()).not.toBe('Invalid Date')
+  })
+
+  it('costs less once the JIT is warm (a fresh suite after the first run)', async () => {
+    await runSelfTests()
+    const warm = await createSelfTestSuite().run()
+    console.log(
+      'self-test timings, warm (workerd):',
+      warm.tests.map((t) => `${t.name} ${t.duration_ms} ms`).join(', '),
+      `total ${warm.duration_ms} ms`,
+    )
+    expect(warm.passed).toBe(true)
+  })
+
+  it('runs once per isolate and returns the same report afterwards', async () => {
+    const first = await runSelfTests()
+    const second = await runSelfTests()
+    expect(second).toBe(first)
+  })
+})
+
+describe('self-test vectors come from the ACVP fixtures', () => {
+  it('ML-DSA-65 keyGen tcId 26 and sigGen tcId 41', () => {
+    const kg = acvpCase(mlDsaKeyGen as Fixture, SELF_TEST_VECTORS.mlDsa65KeyGen.tcId)
+    expect(SELF_TEST_VECTORS.mlDsa65KeyGen.seed).toBe(kg.seed?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlDsa65KeyGen.publicKeySha256).toBe(digest(kg.pk ?? ''))
+    expect(SELF_TEST_VECTORS.mlDsa65KeyGen.secretKeySha256).toBe(digest(kg.sk ?? ''))
+    const sg = acvpCase(mlDsaSigGen as Fixture, SELF_TEST_VECTORS.mlDsa65SigGen.tcId)
+    expect(SELF_TEST_VECTORS.mlDsa65SigGen.secretKey).toBe(sg.sk?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlDsa65SigGen.message).toBe(sg.message?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlDsa65SigGen.context).toBe(sg.context?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlDsa65SigGen.signatureSha256).toBe(digest(sg.signature ?? ''))
+  })
+
+  it('ML-KEM-768 keyGen tcId 26, encapsulation tcId 26, decapsulation tcId 88', () => {
+    const kg = acvpCase(mlKemKeyGen as Fixture, SELF_TEST_VECTORS.mlKem768KeyGen.tcId)
+    expect(SELF_TEST_VECTORS.mlKem768KeyGen.d).toBe(kg.d?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlKem768KeyGen.z).toBe(kg.z?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlKem768KeyGen.encapsulationKeySha256).toBe(digest(kg.ek ?? ''))
+    expect(SELF_TEST_VECTORS.mlKem768KeyGen.decapsulationKeySha256).toBe(digest(kg.dk ?? ''))
+    const enc = acvpCase(mlKemEncapDecap as Fixture, SELF_TEST_VECTORS.mlKem768Encap.tcId)
+    expect(SELF_TEST_VECTORS.mlKem768Encap.encapsulationKey).toBe(enc.ek?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlKem768Encap.m).toBe(enc.m?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlKem768Encap.ciphertextSha256).toBe(digest(enc.c ?? ''))
+    expect(SELF_TEST_VECTORS.mlKem768Encap.sharedSecret).toBe(enc.k?.toLowerCase())
+    const dec = acvpCase(mlKemEncapDecap as Fixture, SELF_TEST_VECTORS.mlKem768Decap.tcId)
+    expect(dec.reason).toBe('modified ciphertext')
+    expect(SELF_TEST_VECTORS.mlKem768Decap.decapsulationKey).toBe(dec.dk?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlKem768Decap.ciphertext).toBe(dec.c?.toLowerCase())
+    expect(SELF_TEST_VECTORS.mlKem768Decap.sharedSecret).toBe(dec.k?.toLowerCase())
+  })
+
+  it('SLH-DSA-SHAKE-128f keyGen tcId 31', () => {
+    const kg = acvpCase(slhDsaKeyGen as Fixture, SELF_TEST_VECTORS.slhDsaShake128fKeyGen.tcId)
+    const v = SELF_TEST_VECTORS.slhDsaShake128fKeyGen
+    expect([v.skSeed, v.skPrf, v.pkSeed, v.publicKey, v.secretKey]).toEqual(
+      [kg.skSeed, kg.skPrf, kg.pkSeed, kg.pk, kg.sk].map((x) => x?.toLowerCase()),
+    )
+  })
+})
+
+describe('a failed self-test fails closed', () => {
+  const corruptions: [string, (v: SelfTestVectors) => SelfTestVectors][] = [
+    [
+      'ml_dsa_65_sign_kat',
+      (v) => ({
+        ...v,
+        mlDsa65SigGen: {
+          ...v.mlDsa65SigGen,
+          signatureSha256: flipHexNibble(v.mlDsa65SigGen.signatureSha256),
+        },
+      }),
+    ],
+    [
+      'ml_dsa_65_keygen_kat',
+      (v) => ({
+        ...v,
+        mlDsa65KeyGen: {
+          ...v.mlDsa65KeyGen,
+          publicKeySha256: flipHexNibble(v.mlDsa65KeyGen.publicKeySha256),
+        },
+      }),
+    ],
+    [
+      'ml_kem_768_decaps_kat',
+      (v) => ({
+        ...v,
+        mlKem768Decap: { ...v.mlKem768Decap, sharedSecret: flipHexNibble(v.mlKem768Decap.sharedSecret) },
+      }),
+    ],
+    [
+      'ml_kem_768_encaps_kat',
+      (v) => ({
+        ...v,
+        mlKem768Encap: {
+          ...v.mlKem768Encap,
+          ciphertextSha256: flipHexNibble(v.mlKem768Encap.ciphertextSha256),
+        },
+      }),
+    ],
+    [
+      'slh_dsa_shake_128f_keygen_kat',
+      (v) => ({
+        ...v,
+        slhDsaShake128fKeyGen: {
+          ...v.slhDsaShake128fKeyGen,
+          publicKey: flipHexNibble(v.slhDsaShake128fKeyGen.publicKey),
+        },
+      }),
+    ],
+    [
+      'ed25519_kat',
+      (v) => ({ ...v, ed25519: { ...v.ed25519, signature: flipHexNibble(v.ed25519.signature) } }),
+    ],
+    ['argon2id_kat', (v) => ({ ...v, argon2id: { ...v.argon2id, tag: flipHexNibble(v.argon2id.tag) } })],
+    ['sha256_kat', (v) => ({ ...v, sha256: { ...v.sha256, digest: flipHexNibble(v.sha256.digest) } })],
+  ]
+
+  it.each(corruptions)('a corrupted %s vector fails that test and the report', async (name, corrupt) => {
+    const report = await createSelfTestSuite(corrupt(SELF_TEST_VECTORS)).run()
+    expect(report.passed).toBe(false)
+    const failed = report.tests.filter((t) => !t.passed)
+    // Without a known-good signature the verify KAT has nothing trustworthy to check, so it fails too.
+    const expected = name === 'ml_dsa_65_sign_kat' ? [name, 'ml_dsa_65_verify_kat'] : [name]
+    expect(failed.map((t) => t.name)).toEqual(expected)
+    expect(failed[0]?.detail).toMatch(/differs from the expected value/)
+    if (name === 'ml_dsa_65_sign_kat') expect(failed[1]?.detail).toMatch(/no known-good signature/)
+  })
+
+  it('refuses to sign or verify tokens with AppError 503 crypto_self_test_failed', async () => {
+    const broken = createSelfTestSuite({
+      ...SELF_TEST_VECTORS,
+      mlDsa65SigGen: { ...SELF_TEST_VECTORS.mlDsa65SigGen, signatureSha256: '00'.repeat(32) },
+    })
+    const key = await generateSigningKey('ML-DSA-65')
+    const claims = buildAccessTokenClaims({
+      sub: 'svc_1',
+      aud: 'platform',
+      iss: 'https://auth.test',
+      ttlSeconds: 300,
+    })
+
+    const signError = await signAccessToken(claims, key, { selfTests: broken }).catch((e: unknown) => e)
+    expect(signError).toBeInstanceOf(AppError)
+    expect(signError).toMatchObject({ status: 503, code: 'crypto_self_test_failed' })
+    expect((signError as AppError).internalMessage).toContain('ml_dsa_65_sign_kat')
+
+    const token = await signAccessToken(claims, key)
+    const verifyError = await verifyAccessToken(token, {
+      keys: buildJwks([key]),
+      allowedAlgorithms: ['ML-DSA-65'],
+      audience: 'platform',
+      issuer: 'https://auth.test',
+      selfTests: broken,
+    }).catch((e: unknown) => e)
+    expect(verifyError).toMatchObject({ status: 503, code: 'crypto_self_test_failed' })
+  })
+})
