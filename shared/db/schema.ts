@@ -45,6 +45,12 @@ export const tenants = pgTable('tenants', {
   createdAt: createdAt(),
 })
 
+/** The owning tenant of a row; deleting a tenant deletes what it owns. */
+const tenantRef = () =>
+  uuid('tenant_id')
+    .notNull()
+    .references(() => tenants.id, { onDelete: 'cascade' })
+
 export const users = pgTable(
   'users',
   {
@@ -60,9 +66,7 @@ export const users = pgTable(
 export const members = pgTable(
   'members',
   {
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     userId: uuid('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
@@ -81,9 +85,7 @@ export const apiKeys = pgTable(
   'api_keys',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     name: text('name').notNull(),
     mode: text('mode', { enum: API_KEY_MODES }).notNull(),
     keyHash: text('key_hash').notNull(),
@@ -103,9 +105,7 @@ export const feedback = pgTable(
   'feedback',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     apiKeyId: uuid('api_key_id'),
     subject: text('subject'),
     body: jsonb('body').notNull(),
@@ -120,9 +120,7 @@ export const memories = pgTable(
   'memories',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     ownerId: text('owner_id').notNull(),
     content: text('content').notNull(),
     body: jsonb('body').notNull(),
@@ -142,9 +140,7 @@ export const serviceAccounts = pgTable(
   'service_accounts',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     name: text('name').notNull(),
     secretHash: text('secret_hash').notNull(),
     audiences: text('audiences', { enum: AUDIENCES }).array().notNull(),
@@ -162,9 +158,7 @@ export const refreshTokenFamilies = pgTable(
   'refresh_token_families',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     userId: uuid('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
@@ -219,9 +213,7 @@ export const cryptoPolicyViolations = pgTable(
   'crypto_policy_violations',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     algorithm: text('algorithm').notNull(),
     context: text('context').notNull(),
     mode: text('mode', { enum: ['audit', 'enforce'] }).notNull(),
@@ -244,9 +236,7 @@ export const usageLedger = pgTable(
   'usage_ledger',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    tenantId: uuid('tenant_id')
-      .notNull()
-      .references(() => tenants.id, { onDelete: 'cascade' }),
+    tenantId: tenantRef(),
     requestId: text('request_id').notNull(),
     principal: text('principal').notNull(),
     mode: text('mode', { enum: API_KEY_MODES }).notNull(),
