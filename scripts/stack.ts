@@ -4,10 +4,12 @@
  * then every worker in one Miniflare (workerd) runtime with the gateway listening on HOST:PORT.
  * Only the gateway gets a socket; the families are reachable only through its service bindings.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { convertV4MiniflareOptions, type LegacyWorkerOptions, Log, LogLevel, Miniflare } from 'miniflare'
 import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
+import { generateSigningKey } from '../shared/crypto/jwk.ts'
+import type { JwsAlgorithm } from '../shared/crypto/jws-algorithms.ts'
 import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
 import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
@@ -31,6 +33,24 @@ export interface Stack {
   database: { kind: 'embedded' | 'external'; bridgeUrl: string | null }
   miniflare: Miniflare
   stop(): Promise<void>
+}
+
+/** Algorithms of the local signing keys: ML-DSA-65 (default), ML-DSA-87 (Maximum/Government), Ed25519. */
+const LOCAL_SIGNING_ALGORITHMS: readonly JwsAlgorithm[] = ['ML-DSA-65', 'ML-DSA-87', 'EdDSA']
+
+/**
+ * The token signing keys for `npm start`: generated on first start and kept in
+ * `<dataDir>/signing-keys.json` (private JWKs, mode 0600, git-ignored with the rest of DATA_DIR),
+ * so tokens survive restarts. Production sets the JWT_SIGNING_KEYS secret instead.
+ */
+export async function localSigningKeys(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'signing-keys.json')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  const keys = []
+  for (const alg of LOCAL_SIGNING_ALGORITHMS) keys.push((await generateSigningKey(alg)).exportPrivateJwk())
+  const text = JSON.stringify(keys)
+  writeFileSync(file, `${text}\n`, { mode: 0o600 })
+  return text
 }
 
 function isNeon(url: string): boolean {
@@ -74,7 +94,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await runMigrations(dbEnv)
     const credentials = await seedDevelopment(dbEnv, options.dataDir)
 
-    // 3. Workers: bundle each, take its bindings from its wrangler config.
+    // 3. Signing keys: from JWT_SIGNING_KEYS when set, else generated once under dataDir. Only the
+    //    auth worker gets the private keys; the gateway fetches the public ones over RPC.
+    const { JWT_SIGNING_KEYS: configuredKeys, ...sharedBindings } = options.bindings ?? {}
+    const signingKeys = configuredKeys ?? (await localSigningKeys(options.dataDir))
+
+    // 4. Workers: bundle each, take its bindings from its wrangler config.
     const buildDir = path.join(options.dataDir, 'build')
     const workers: LegacyWorkerOptions[] = []
     for (const configPath of workerConfigPaths()) {
@@ -91,7 +116,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         modulesRoot: path.dirname(outfile),
         modulesRules: undefined,
         rootPath: undefined,
-        bindings: { ...(workerOptions.bindings as Record<string, unknown>), ...dbEnv, ...options.bindings },
+        bindings: {
+          ...(workerOptions.bindings as Record<string, unknown>),
+          ...dbEnv,
+          ...sharedBindings,
+          ...(name === 'svc-auth' ? { JWT_SIGNING_KEYS: signingKeys } : {}),
+        },
       } as LegacyWorkerOptions)
     }
     const gatewayIndex = workers.findIndex((w) => w.name === 'svc-gateway')

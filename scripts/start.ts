@@ -30,9 +30,12 @@ svc is running (${((Date.now() - started) / 1000).toFixed(1)} s)
   Workspace       ${credentials.tenantName} (${credentials.tenantId})
   Test API key    ${credentials.testKey}
   Live API key    ${credentials.liveKey}
+  Owner login     ${credentials.ownerEmail} / ${credentials.ownerPassword}
+  Service account ${credentials.serviceAccountId} / ${credentials.serviceAccountSecret}
 
   curl ${stack.baseUrl}/svc/models
   curl -H "Authorization: Bearer ${credentials.testKey}" ${stack.baseUrl}/svc/memories
+  curl -H 'content-type: application/json' -d '{"email":"${credentials.ownerEmail}","password":"${credentials.ownerPassword}"}' ${stack.baseUrl}/auth/login
 
 Press Ctrl+C to stop. Data persists in ${dataDir}.
 `)

@@ -8,6 +8,13 @@
  *   create-key --tenant <uuid> [--mode live|test] [--name "CI key"] [--role owner|admin|member]
  *   list-keys --tenant <uuid>
  *   revoke-key --key <full key> | --id <key uuid>
+ *   create-service-account --tenant <uuid> --name "deployer" [--audience internal-service,external-api]
+ *   rotate-service-account --tenant <uuid> --id <service account uuid>
+ *   revoke-service-account --tenant <uuid> --id <service account uuid>
+ *   list-service-accounts --tenant <uuid>
+ *   set-password --email <email> [--password <at least 15 characters>]   (generated when omitted)
+ *   set-crypto-policy --tenant <uuid> --preset default|strict|maximum|government [--mode audit|enforce]
+ *   generate-signing-keys [--alg ML-DSA-65,ML-DSA-87,EdDSA]   (prints a JWT_SIGNING_KEYS value; no database)
  */
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'
@@ -15,6 +22,19 @@ import { parseArgs } from 'node:util'
 import { and, eq, isNull } from 'drizzle-orm'
 import WebSocket from 'ws'
 import { apiKeySuffix, generateApiKey, hashApiKey } from '../shared/auth/api-keys.ts'
+import {
+  createServiceAccount,
+  listServiceAccounts,
+  revokeServiceAccount,
+  rotateServiceAccountSecret,
+  SERVICE_ACCOUNT_AUDIENCES,
+  type ServiceAccountAudience,
+} from '../shared/auth/service-accounts.ts'
+import { generatePassword, setUserPassword } from '../shared/auth/user-passwords.ts'
+import { generateSigningKey } from '../shared/crypto/jwk.ts'
+import { isJwsAlgorithm, JWS_ALGORITHMS } from '../shared/crypto/jws-algorithms.ts'
+import { getPolicyPreset, type PresetName, validatePolicy } from '../shared/crypto-policy/index.ts'
+import { saveTenantPolicy } from '../shared/crypto-policy/policy-store.ts'
 import { type DatabaseEnv, openDatabase, schema, useWebSocketConstructor } from '../shared/db/client.ts'
 import { ensureWorkspace } from './db/seed.ts'
 import { ROOT } from './workers.ts'
@@ -47,8 +67,24 @@ async function main(): Promise<void> {
       role: { type: 'string', default: 'member' },
       key: { type: 'string' },
       id: { type: 'string' },
+      audience: { type: 'string', default: 'internal-service' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      preset: { type: 'string' },
+      alg: { type: 'string' },
     },
   })
+  if (command === 'generate-signing-keys') {
+    const algorithms = (values.alg ?? 'ML-DSA-65,ML-DSA-87,EdDSA').split(',').map((a) => a.trim())
+    const unknown = algorithms.filter((a) => !isJwsAlgorithm(a))
+    if (unknown.length)
+      throw new Error(`--alg takes ${JWS_ALGORITHMS.join(', ')} (got ${unknown.join(', ')})`)
+    const keys = []
+    for (const alg of algorithms.filter(isJwsAlgorithm))
+      keys.push((await generateSigningKey(alg)).exportPrivateJwk())
+    console.log(JSON.stringify(keys))
+    return
+  }
   useWebSocketConstructor(WebSocket)
   const database = openDatabase(databaseEnvFromEnvironment(), { max: 1 })
   const { db } = database
@@ -122,9 +158,84 @@ async function main(): Promise<void> {
         console.log(rows.length ? `revoked ${rows[0]!.id}` : 'no active key matched')
         break
       }
+      case 'create-service-account': {
+        if (!values.tenant || !values.name) throw new Error('--tenant and --name are required')
+        const audiences = values.audience!.split(',').map((a) => a.trim())
+        const unknown = audiences.filter((a) => !(SERVICE_ACCOUNT_AUDIENCES as readonly string[]).includes(a))
+        if (unknown.length)
+          throw new Error(`--audience takes ${SERVICE_ACCOUNT_AUDIENCES.join(', ')} (got ${unknown})`)
+        const { account, secret } = await createServiceAccount(db, {
+          tenantId: values.tenant,
+          name: values.name,
+          audiences: audiences as ServiceAccountAudience[],
+          createdBy: 'cli',
+        })
+        console.log(JSON.stringify({ ...account, secret }, null, 2))
+        break
+      }
+      case 'rotate-service-account': {
+        if (!values.tenant || !values.id) throw new Error('--tenant and --id are required')
+        const { account, secret } = await rotateServiceAccountSecret(db, values.tenant, values.id)
+        console.log(JSON.stringify({ id: account.id, rotated_at: account.rotated_at, secret }, null, 2))
+        break
+      }
+      case 'revoke-service-account': {
+        if (!values.tenant || !values.id) throw new Error('--tenant and --id are required')
+        const account = await revokeServiceAccount(db, values.tenant, values.id)
+        console.log(`revoked ${account.id}`)
+        break
+      }
+      case 'list-service-accounts': {
+        if (!values.tenant) throw new Error('--tenant is required')
+        console.table(
+          (await listServiceAccounts(db, values.tenant)).map((a) => ({
+            id: a.id,
+            name: a.name,
+            audiences: a.audiences.join(','),
+            created_at: a.created_at,
+            revoked_at: a.revoked_at,
+          })),
+        )
+        break
+      }
+      case 'set-password': {
+        if (!values.email) throw new Error('--email is required')
+        const password = values.password ?? generatePassword()
+        const userId = await setUserPassword(db, values.email, password)
+        console.log(
+          JSON.stringify(
+            { userId, email: values.email, password: values.password ? '(as given)' : password },
+            null,
+            2,
+          ),
+        )
+        break
+      }
+      case 'set-crypto-policy': {
+        if (!values.tenant || !values.preset) throw new Error('--tenant and --preset are required')
+        const base = getPolicyPreset(values.preset)
+        // --mode defaults to "live" for create-key; here it applies only when given.
+        const mode = process.argv.includes('--mode') ? values.mode : base.mode
+        if (mode !== 'audit' && mode !== 'enforce') throw new Error('--mode must be audit or enforce')
+        const policy = validatePolicy({ ...base, mode })
+        const saved = await saveTenantPolicy(db, {
+          tenantId: values.tenant,
+          policy,
+          preset: values.preset.toLowerCase() as PresetName,
+          updatedBy: 'cli',
+        })
+        console.log(
+          JSON.stringify(
+            { tenantId: saved.tenantId, preset: saved.preset, mode: saved.policy.mode },
+            null,
+            2,
+          ),
+        )
+        break
+      }
       default:
         console.error(
-          'usage: npm run workspace -- create-workspace|create-key|list-keys|revoke-key [options]',
+          'usage: npm run workspace -- create-workspace|create-key|list-keys|revoke-key|create-service-account|rotate-service-account|revoke-service-account|list-service-accounts|set-password|set-crypto-policy|generate-signing-keys [options]',
         )
         process.exitCode = 2
     }

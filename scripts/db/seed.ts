@@ -1,8 +1,9 @@
 /**
- * Seeds reference data (plans) and a development workspace with one owner, a test key and a
- * live key. Idempotent: the plaintext keys are kept in `<dataDir>/dev-credentials.json`
- * (git-ignored, never in the database), and a restart re-uses them; if the database was reset,
- * the same workspace and keys are recreated from that file.
+ * Seeds reference data (plans) and a development workspace with one owner (with a password for
+ * POST /auth/login), a test key, a live key and a service account (for POST /auth/service-token).
+ * Idempotent: the plaintext credentials are kept in `<dataDir>/dev-credentials.json` (git-ignored,
+ * never in the database), and a restart re-uses them; if the database was reset, the same
+ * workspace and credentials are recreated from that file.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -10,6 +11,9 @@ import { sql } from 'drizzle-orm'
 import WebSocket from 'ws'
 import { z } from 'zod'
 import { apiKeySuffix, generateApiKey, hashApiKey } from '../../shared/auth/api-keys'
+import { createServiceAccount } from '../../shared/auth/service-accounts'
+import { generatePassword } from '../../shared/auth/user-passwords'
+import { hashPassword } from '../../shared/crypto/password'
 import {
   type DatabaseEnv,
   type Drizzle,
@@ -17,16 +21,12 @@ import {
   schema,
   useWebSocketConstructor,
 } from '../../shared/db/client'
+import { PLAN_CATALOG } from '../../shared/plans/plan-catalog'
 
-// Reference rows for the plan catalog (limits live in the versioned plan configuration).
+// Reference rows for the plan catalog, derived from it (limits live in the versioned catalog).
 const PLAN_REFERENCE = {
-  version: '2026-11-01',
-  plans: [
-    { id: 'free', name: 'Free' },
-    { id: 'pro', name: 'Pro' },
-    { id: 'team', name: 'Team' },
-    { id: 'enterprise', name: 'Enterprise' },
-  ],
+  version: PLAN_CATALOG.version,
+  plans: PLAN_CATALOG.plans.map(({ id, name }) => ({ id, name })),
 }
 
 const DevCredentials = z.object({
@@ -36,6 +36,10 @@ const DevCredentials = z.object({
   ownerUserId: z.string().uuid(),
   testKey: z.string(),
   liveKey: z.string(),
+  // Added later than the keys: files written before have none and get them on the next start.
+  ownerPassword: z.string().optional(),
+  serviceAccountId: z.string().uuid().optional(),
+  serviceAccountSecret: z.string().optional(),
 })
 export type DevCredentials = z.infer<typeof DevCredentials>
 
@@ -137,12 +141,59 @@ export async function seedDevelopment(env: DatabaseEnv, dataDir: string): Promis
         { name: 'Development live key', key: creds.liveKey },
       ],
     })
-    if (!existing) {
+    const complete = await ensureLoginCredentials(database.db, creds)
+    if (!existing || JSON.stringify(complete) !== JSON.stringify(existing)) {
       mkdirSync(dataDir, { recursive: true })
-      writeFileSync(file, `${JSON.stringify(creds, null, 2)}\n`, { mode: 0o600 })
+      writeFileSync(file, `${JSON.stringify(complete, null, 2)}\n`, { mode: 0o600 })
     }
-    return creds
+    return complete
   } finally {
     await database.close()
   }
+}
+
+/** The owner's password and the development service account, created or restored from the file. */
+async function ensureLoginCredentials(db: Drizzle, creds: DevCredentials): Promise<DevCredentials> {
+  const out = { ...creds }
+  out.ownerPassword ??= generatePassword()
+  const [owner] = await db
+    .select({ id: schema.users.id, passwordHash: schema.users.passwordHash })
+    .from(schema.users)
+    .where(sql`lower(${schema.users.email}) = lower(${creds.ownerEmail})`)
+  if (owner && (!owner.passwordHash || out.ownerPassword !== creds.ownerPassword)) {
+    await db
+      .update(schema.users)
+      .set({ passwordHash: await hashPassword(out.ownerPassword) })
+      .where(sql`${schema.users.id} = ${owner.id}`)
+  }
+  const account = {
+    name: 'Development service account',
+    audiences: ['internal-service', 'external-api'] as const,
+  }
+  if (out.serviceAccountId && out.serviceAccountSecret) {
+    const [row] = await db
+      .select({ id: schema.serviceAccounts.id })
+      .from(schema.serviceAccounts)
+      .where(sql`${schema.serviceAccounts.id} = ${out.serviceAccountId}`)
+    if (!row) {
+      await db.insert(schema.serviceAccounts).values({
+        id: out.serviceAccountId,
+        tenantId: creds.tenantId,
+        name: account.name,
+        audiences: [...account.audiences],
+        secretHash: await hashPassword(out.serviceAccountSecret),
+        createdBy: 'seed',
+      })
+    }
+  } else {
+    const created = await createServiceAccount(db, {
+      tenantId: creds.tenantId,
+      name: account.name,
+      audiences: account.audiences,
+      createdBy: 'seed',
+    })
+    out.serviceAccountId = created.account.id
+    out.serviceAccountSecret = created.secret
+  }
+  return out
 }

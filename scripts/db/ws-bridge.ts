@@ -55,6 +55,10 @@ export async function startWsBridge(options: {
       const chunk = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)
       if (connected) tcp.write(chunk)
       else pending.push(chunk)
+      // A Terminate message ('X', length 4) ends the session. PostgreSQL closes the connection
+      // itself; pglite-socket does not, and the driver leaves the WebSocket open, so without this
+      // every closed pool would keep a PGlite connection until maxConnections is exhausted.
+      if (chunk.length === 5 && chunk[0] === 0x58 && chunk.readInt32BE(1) === 4) tcp.end()
     })
     ws.on('close', () => tcp.end())
     ws.on('error', () => tcp.destroy())

@@ -12,7 +12,8 @@ export const API_KEY_PREFIX: Record<ApiKeyMode, string> = {
 const API_KEY_PATTERN = /^svc_sk_(live|test)_[0-9A-Za-z]{40,64}$/
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
-function base62(bytes: Uint8Array): string {
+/** Base62 of a 32-byte value, left-padded to 43 characters (used by every opaque credential). */
+export function base62(bytes: Uint8Array): string {
   let n = 0n
   for (const b of bytes) n = (n << 8n) | BigInt(b)
   let out = ''

@@ -13,7 +13,8 @@
  * Error codes (AppError): 401 `token_malformed`, `token_algorithm_not_allowed`, `token_unknown_kid`,
  * `token_key_mismatch`, `token_signature_invalid`, `token_claims_invalid`, `token_issuer_invalid`,
  * `token_expired`, `token_not_yet_valid`; 403 `token_wrong_audience` (a genuine token for another
- * audience); 503 `crypto_self_test_failed`.
+ * audience); 503 `crypto_self_test_failed` (the algorithm's self-tests, run before its first use,
+ * failed: fail closed).
  */
 import { z } from 'zod'
 import { AppError } from '../http/errors'
@@ -24,7 +25,7 @@ import {
   type VerificationKey,
   type VerificationKeySet,
 } from './jwk'
-import { isJwsAlgorithm, type JwsAlgorithm, SIGNATURE_BYTES } from './jws-algorithms'
+import { isJwsAlgorithm, type JwsAlgorithm, SELF_TEST_GROUP, SIGNATURE_BYTES } from './jws-algorithms'
 import { defaultSelfTestSuite, type SelfTestSuite } from './self-test'
 
 export const AUDIENCES = ['platform', 'internal-service', 'external-api'] as const
@@ -145,13 +146,16 @@ export function buildAccessTokenClaims(input: {
   return claims
 }
 
-/** Signs the claims as a compact JWS with header `{alg, kid, typ:"JWT"}`. Fails closed (503) if self-tests failed. */
+/**
+ * Signs the claims as a compact JWS with header `{alg, kid, typ:"JWT"}`. The algorithm's
+ * self-tests run before its first use; a failed self-test fails closed (503).
+ */
 export async function signAccessToken(
   claims: AccessTokenClaims,
   key: SigningKey,
   options: SignAccessTokenOptions = {},
 ): Promise<string> {
-  await (options.selfTests ?? defaultSelfTestSuite()).assertPassed()
+  await (options.selfTests ?? defaultSelfTestSuite()).assertAlgorithm(SELF_TEST_GROUP[key.alg])
   const parsed = AccessTokenClaimsSchema.safeParse(claims)
   if (!parsed.success || parsed.data.exp <= parsed.data.iat) {
     throw new AppError(
@@ -211,7 +215,6 @@ export async function verifyAccessToken(
   options: VerifyAccessTokenOptions,
 ): Promise<VerifiedAccessToken> {
   const leeway = checkOptions(options)
-  await (options.selfTests ?? defaultSelfTestSuite()).assertPassed()
 
   if (typeof token !== 'string' || token.length === 0)
     throw unauthorized('token_malformed', 'The bearer token is empty.')
@@ -266,6 +269,9 @@ export async function verifyAccessToken(
       `Key "${kid}" is a ${key.alg} key, but the token header says ${alg}.`,
     )
   }
+
+  // Self-tests of the algorithm before its first use here; fails closed with 503.
+  await (options.selfTests ?? defaultSelfTestSuite()).assertAlgorithm(SELF_TEST_GROUP[key.alg])
 
   const signature = base64urlDecode(signatureSegment)
   if (!signature) throw unauthorized('token_malformed', 'The token signature is not canonical base64url.')

@@ -38,7 +38,7 @@ export function utf8Decode(bytes: Uint8Array): string | null {
   }
 }
 
-export function hexToBytes(hex: string): Uint8Array {
+export function hexToBytes(hex: string): Uint8Array<ArrayBuffer> {
   if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) {
     throw new TypeError(`hex string expected (even length, 0-9a-f), got ${hex.length} characters`)
   }
@@ -51,6 +51,11 @@ export function bytesToHex(bytes: Uint8Array): string {
   let hex = ''
   for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
   return hex
+}
+
+/** The bytes in a buffer of their own: what WebCrypto's BufferSource accepts under every lib typing. */
+export function ownBytes(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return Uint8Array.from(bytes)
 }
 
 /**

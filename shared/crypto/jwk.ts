@@ -18,8 +18,9 @@
 import { calculateJwkThumbprint } from 'jose'
 import { z } from 'zod'
 import { AppError } from '../http/errors'
-import { base64urlDecode, base64urlEncode, utf8 } from './encoding'
+import { base64urlDecode, base64urlEncode, ownBytes, utf8 } from './encoding'
 import {
+  isJwsAlgorithm,
   isMlDsaAlgorithm,
   JWS_ALGORITHMS,
   type JwsAlgorithm,
@@ -28,8 +29,10 @@ import {
   type MlDsaAlgorithm,
   PRIVATE_KEY_BYTES,
   PUBLIC_KEY_BYTES,
+  SELF_TEST_GROUP,
   SIGNATURE_BYTES,
 } from './jws-algorithms'
+import { defaultSelfTestSuite } from './self-test'
 
 const base64urlText = z.string().regex(/^[A-Za-z0-9_-]+$/, 'must be unpadded base64url')
 const kidText = z
@@ -175,7 +178,7 @@ async function ed25519VerificationKey(x: string, kid?: string) {
   const verify = async (data: Uint8Array, signature: Uint8Array): Promise<boolean> => {
     if (signature.length !== SIGNATURE_BYTES.EdDSA) return false
     try {
-      return await crypto.subtle.verify(ED25519, cryptoKey, signature, data)
+      return await crypto.subtle.verify(ED25519, cryptoKey, ownBytes(signature), ownBytes(data))
     } catch {
       return false
     }
@@ -194,7 +197,8 @@ async function ed25519SigningKey(x: string, d: string, kid?: string): Promise<Si
   )
   return Object.freeze({
     ...verification,
-    sign: async (data: Uint8Array) => new Uint8Array(await crypto.subtle.sign(ED25519, privateKey, data)),
+    sign: async (data: Uint8Array) =>
+      new Uint8Array(await crypto.subtle.sign(ED25519, privateKey, ownBytes(data))),
     exportPrivateJwk: (): PrivateJwk => ({
       kty: 'OKP',
       crv: 'Ed25519',
@@ -228,6 +232,7 @@ export async function pairwiseConsistencyTest(key: SigningKey): Promise<boolean>
 
 /** Generates a fresh signing key; refuses to return it unless the pairwise consistency test passes. */
 export async function generateSigningKey(alg: JwsAlgorithm): Promise<SigningKey> {
+  if (isJwsAlgorithm(alg)) await defaultSelfTestSuite().assertAlgorithm(SELF_TEST_GROUP[alg])
   let key: SigningKey
   if (alg === 'EdDSA') {
     const pair = (await crypto.subtle.generateKey(ED25519, true, ['sign', 'verify'])) as CryptoKeyPair
@@ -264,6 +269,7 @@ export async function importSigningKey(jwk: unknown): Promise<SigningKey> {
   const parsed = PrivateJwkSchema.safeParse(jwk)
   if (!parsed.success) throw invalidJwk(`Private JWK is invalid: ${describeIssues(parsed.error)}`)
   const value = parsed.data
+  await defaultSelfTestSuite().assertAlgorithm(SELF_TEST_GROUP[value.kty === 'AKP' ? value.alg : 'EdDSA'])
   if (value.kty === 'AKP') {
     const seed = decodeMember(value.priv, 'priv', PRIVATE_KEY_BYTES)
     decodeMember(value.pub, 'pub', PUBLIC_KEY_BYTES[value.alg])

@@ -9,6 +9,7 @@
  * Everything else (`none`, HS*, RS*, PS*, ES*) is refused by construction: only these names exist.
  */
 import { ml_dsa44, ml_dsa65, ml_dsa87 } from '@noble/post-quantum/ml-dsa.js'
+import type { SelfTestedAlgorithm } from './self-test'
 
 export const ML_DSA_ALGORITHMS = ['ML-DSA-44', 'ML-DSA-65', 'ML-DSA-87'] as const
 export type MlDsaAlgorithm = (typeof ML_DSA_ALGORITHMS)[number]
@@ -22,6 +23,14 @@ export const ML_DSA = {
   'ML-DSA-65': ml_dsa65,
   'ML-DSA-87': ml_dsa87,
 } as const satisfies Record<MlDsaAlgorithm, unknown>
+
+/** The self-test group that must pass before each JWS algorithm is first used. */
+export const SELF_TEST_GROUP: Readonly<Record<JwsAlgorithm, SelfTestedAlgorithm>> = {
+  'ML-DSA-44': 'ML-DSA-44',
+  'ML-DSA-65': 'ML-DSA-65',
+  'ML-DSA-87': 'ML-DSA-87',
+  EdDSA: 'Ed25519',
+}
 
 /** Signature length in bytes (FIPS 204 Table 2; RFC 8032 for Ed25519). */
 export const SIGNATURE_BYTES: Readonly<Record<JwsAlgorithm, number>> = {

@@ -18,6 +18,7 @@
 import { argon2id } from '@noble/hashes/argon2.js'
 import { AppError } from '../http/errors'
 import { constantTimeEqual, utf8 } from './encoding'
+import { defaultSelfTestSuite } from './self-test'
 
 export interface Argon2idParams {
   /** Memory in KiB. */
@@ -128,6 +129,7 @@ export async function hashPassword(
     )
   }
   assertParams(params)
+  await defaultSelfTestSuite().assertAlgorithm('Argon2id')
   const salt = crypto.getRandomValues(new Uint8Array(SALT_BYTES))
   const hash = derive(bytes, salt, params, HASH_BYTES)
   return `$argon2id$v=${ARGON2_VERSION}$m=${params.m},t=${params.t},p=${params.p}$${encodeB64(salt)}$${encodeB64(hash)}`
@@ -151,6 +153,7 @@ export async function verifyPassword(password: string, encoded: string): Promise
     )
   }
   assertParams(parsed.params)
+  await defaultSelfTestSuite().assertAlgorithm('Argon2id')
   const bytes = passwordBytes(password)
   if (bytes.length === 0 || bytes.length > MAX_PASSWORD_BYTES) return false
   const candidate = derive(bytes, parsed.salt, parsed.params, parsed.hash.length)

@@ -27,9 +27,15 @@ const flipHexNibble = (hex: string) => (hex[0] === '0' ? '1' : '0') + hex.slice(
 
 const EXPECTED_TESTS = [
   'sha256_kat',
+  'ml_dsa_44_keygen_kat',
+  'ml_dsa_44_sign_kat',
+  'ml_dsa_44_verify_kat',
   'ml_dsa_65_keygen_kat',
   'ml_dsa_65_sign_kat',
   'ml_dsa_65_verify_kat',
+  'ml_dsa_87_keygen_kat',
+  'ml_dsa_87_sign_kat',
+  'ml_dsa_87_verify_kat',
   'ml_kem_768_keygen_kat',
   'ml_kem_768_encaps_kat',
   'ml_kem_768_decaps_kat',
@@ -75,17 +81,73 @@ describe('runSelfTests', () => {
   })
 })
 
+describe('self-tests run per algorithm, before its first use', () => {
+  it('assertAlgorithm runs only that algorithm (and SHA-256), once', async () => {
+    const suite = createSelfTestSuite()
+    await suite.assertAlgorithm('Ed25519')
+    expect(suite.results().map((t) => t.name)).toEqual(['sha256_kat', 'ed25519_kat'])
+    await suite.assertAlgorithm('ML-DSA-65')
+    expect(suite.results().map((t) => t.name)).toEqual([
+      'sha256_kat',
+      'ml_dsa_65_keygen_kat',
+      'ml_dsa_65_sign_kat',
+      'ml_dsa_65_verify_kat',
+      'ed25519_kat',
+    ])
+    const before = suite.results()
+    await suite.assertAlgorithm('ML-DSA-65')
+    expect(suite.results()).toEqual(before)
+    const report = await suite.run()
+    expect(report.tests.map((t) => t.name)).toEqual(EXPECTED_TESTS)
+  })
+
+  it('a failure in one algorithm puts the whole module in the error state (fail closed)', async () => {
+    const suite = createSelfTestSuite({
+      ...SELF_TEST_VECTORS,
+      mlDsa87SigGen: { ...SELF_TEST_VECTORS.mlDsa87SigGen, signatureSha256: '00'.repeat(32) },
+    })
+    await expect(suite.assertAlgorithm('Ed25519')).resolves.toBeUndefined()
+    await expect(suite.assertAlgorithm('ML-DSA-87')).rejects.toMatchObject({
+      status: 503,
+      code: 'crypto_self_test_failed',
+    })
+    // Ed25519 passed its own test, but the module is now in the error state.
+    await expect(suite.assertAlgorithm('Ed25519')).rejects.toMatchObject({ status: 503 })
+  })
+
+  it('a token of a not yet tested algorithm runs its KATs before verifying', async () => {
+    const suite = createSelfTestSuite()
+    const key = await generateSigningKey('ML-DSA-87')
+    const token = await signAccessToken(
+      buildAccessTokenClaims({ sub: 'svc_1', aud: 'platform', iss: 'https://auth.test', ttlSeconds: 300 }),
+      key,
+      { selfTests: suite },
+    )
+    expect(suite.results().map((t) => t.algorithm)).toEqual([
+      'SHA-256',
+      'ML-DSA-87',
+      'ML-DSA-87',
+      'ML-DSA-87',
+    ])
+    expect(token.split('.')).toHaveLength(3)
+  })
+})
+
 describe('self-test vectors come from the ACVP fixtures', () => {
-  it('ML-DSA-65 keyGen tcId 26 and sigGen tcId 41', () => {
-    const kg = acvpCase(mlDsaKeyGen as Fixture, SELF_TEST_VECTORS.mlDsa65KeyGen.tcId)
-    expect(SELF_TEST_VECTORS.mlDsa65KeyGen.seed).toBe(kg.seed?.toLowerCase())
-    expect(SELF_TEST_VECTORS.mlDsa65KeyGen.publicKeySha256).toBe(digest(kg.pk ?? ''))
-    expect(SELF_TEST_VECTORS.mlDsa65KeyGen.secretKeySha256).toBe(digest(kg.sk ?? ''))
-    const sg = acvpCase(mlDsaSigGen as Fixture, SELF_TEST_VECTORS.mlDsa65SigGen.tcId)
-    expect(SELF_TEST_VECTORS.mlDsa65SigGen.secretKey).toBe(sg.sk?.toLowerCase())
-    expect(SELF_TEST_VECTORS.mlDsa65SigGen.message).toBe(sg.message?.toLowerCase())
-    expect(SELF_TEST_VECTORS.mlDsa65SigGen.context).toBe(sg.context?.toLowerCase())
-    expect(SELF_TEST_VECTORS.mlDsa65SigGen.signatureSha256).toBe(digest(sg.signature ?? ''))
+  it.each([
+    ['ML-DSA-44', SELF_TEST_VECTORS.mlDsa44KeyGen, SELF_TEST_VECTORS.mlDsa44SigGen],
+    ['ML-DSA-65', SELF_TEST_VECTORS.mlDsa65KeyGen, SELF_TEST_VECTORS.mlDsa65SigGen],
+    ['ML-DSA-87', SELF_TEST_VECTORS.mlDsa87KeyGen, SELF_TEST_VECTORS.mlDsa87SigGen],
+  ])('%s keyGen and deterministic sigGen', (_name, keyGen, sigGen) => {
+    const kg = acvpCase(mlDsaKeyGen as Fixture, keyGen.tcId)
+    expect(keyGen.seed).toBe(kg.seed?.toLowerCase())
+    expect(keyGen.publicKeySha256).toBe(digest(kg.pk ?? ''))
+    expect(keyGen.secretKeySha256).toBe(digest(kg.sk ?? ''))
+    const sg = acvpCase(mlDsaSigGen as Fixture, sigGen.tcId)
+    expect(sigGen.secretKey).toBe(sg.sk?.toLowerCase())
+    expect(sigGen.message).toBe(sg.message?.toLowerCase())
+    expect(sigGen.context).toBe(sg.context?.toLowerCase())
+    expect(sigGen.signatureSha256).toBe(digest(sg.signature ?? ''))
   })
 
   it('ML-KEM-768 keyGen tcId 26, encapsulation tcId 26, decapsulation tcId 88', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { FAMILIES, ROUTES, RouteTable } from './route-table'
+import { FAMILIES, FAMILY_TOKEN_AUDIENCES, ROUTES, RouteTable } from './route-table'
 
 const table = new RouteTable()
 
@@ -47,6 +47,37 @@ describe('RouteTable', () => {
       'POST /auth/token/refresh',
       'GET /.well-known/jwks.json',
     ])
+  })
+
+  it('gives every credential route the token audiences of its family', () => {
+    const audiencesOf = (method: string, path: string) => {
+      const found = table.lookup(method, path)
+      if (found.kind !== 'match') throw new Error(`${method} ${path} did not match`)
+      return FAMILY_TOKEN_AUDIENCES[found.match.route.family]
+    }
+    expect(audiencesOf('POST', '/svc/chat/completions')).toEqual(['external-api', 'platform'])
+    expect(audiencesOf('POST', '/mcp')).toEqual(['external-api', 'platform'])
+    expect(audiencesOf('GET', '/platform/v1/crypto/policy')).toEqual(['platform', 'internal-service'])
+    expect(audiencesOf('POST', '/otlp/v1/traces')).toEqual(['internal-service'])
+    for (const route of ROUTES.filter((r) => r.access === 'credential')) {
+      expect(FAMILY_TOKEN_AUDIENCES[route.family].length, `${route.method} ${route.path}`).toBeGreaterThan(0)
+    }
+  })
+
+  it('routes the admin API of the platform family', () => {
+    for (const [method, path] of [
+      ['PUT', '/platform/v1/crypto/policy'],
+      ['PATCH', '/platform/v1/crypto/policy'],
+      ['GET', '/platform/v1/crypto/violations'],
+      ['POST', '/platform/v1/service-accounts'],
+      ['POST', '/platform/v1/service-accounts/5b0c6b8e-3f2a-4c1d-9e7f-0a1b2c3d4e5f/rotate'],
+      ['DELETE', '/platform/v1/service-accounts/5b0c6b8e-3f2a-4c1d-9e7f-0a1b2c3d4e5f'],
+    ] as const) {
+      expect(table.lookup(method, path)).toMatchObject({
+        kind: 'match',
+        match: { route: { family: 'platform', access: 'credential' } },
+      })
+    }
   })
 
   it('refuses a table with a duplicate route', () => {

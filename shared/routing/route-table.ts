@@ -1,8 +1,10 @@
 /**
  * Every public path of the product, the family worker that serves it, whether it needs a
- * credential, and its body rules. The gateway routes with this table (404/405 with Allow,
- * 413/415), and tests check that every family answers every route it owns.
+ * credential, which access-token audiences it accepts, and its body rules. The gateway routes
+ * with this table (404/405 with Allow, 413/415, 403 token_wrong_audience), and tests check that
+ * every family answers every route it owns.
  */
+import type { Audience } from '../worker/request-context'
 
 export const FAMILIES = [
   'models',
@@ -29,6 +31,28 @@ export const FAMILY_BINDING = {
   telemetry: 'TELEMETRY',
   platform: 'PLATFORM',
 } as const satisfies Record<Family, string>
+
+/**
+ * Access-token audiences accepted per family (a token for another audience gets 403
+ * `token_wrong_audience`). API keys are accepted on every credential route: the spec requires them
+ * on all /svc routes and /mcp; on /platform they carry the key's role (owner/admin keys may change
+ * the crypto policy); on /otlp a workspace API key serves as the "configured observability token".
+ * - /svc/** and /mcp: `external-api` (service accounts calling the API) and `platform` (users).
+ * - /platform/v1/**: `platform` (users) and `internal-service` (service accounts).
+ * - /otlp/**: `internal-service` only (spec: "a service JWT whose audience is internal-service").
+ * Families with public routes only (models, auth) accept no token.
+ */
+export const FAMILY_TOKEN_AUDIENCES: Readonly<Record<Family, readonly Audience[]>> = {
+  models: [],
+  chat: ['external-api', 'platform'],
+  code: ['external-api', 'platform'],
+  knowledge: ['external-api', 'platform'],
+  reasoning: ['external-api', 'platform'],
+  mcp: ['external-api', 'platform'],
+  auth: [],
+  telemetry: ['internal-service'],
+  platform: ['platform', 'internal-service'],
+}
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
@@ -191,11 +215,47 @@ export const ROUTES: readonly RouteSpec[] = [
   },
 
   { method: 'GET', path: '/platform/v1/crypto/policy', family: 'platform', access: 'credential' },
+  {
+    method: 'PUT',
+    path: '/platform/v1/crypto/policy',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
+    method: 'PATCH',
+    path: '/platform/v1/crypto/policy',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
   { method: 'GET', path: '/platform/v1/crypto/policy/check', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/algorithms', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/cbom', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/compliance', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/attestation', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/crypto/violations', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/service-accounts', family: 'platform', access: 'credential' },
+  {
+    method: 'POST',
+    path: '/platform/v1/service-accounts',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
+    method: 'POST',
+    path: '/platform/v1/service-accounts/:serviceAccountId/rotate',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
+    method: 'DELETE',
+    path: '/platform/v1/service-accounts/:serviceAccountId',
+    family: 'platform',
+    access: 'credential',
+  },
 ]
 
 export interface RouteMatch {

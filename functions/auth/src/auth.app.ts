@@ -1,6 +1,13 @@
 import { createFamilyApp } from '../../../shared/worker/family-app'
-import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
+import type { AuthEnv } from './auth.context'
+import { jwksRoutes } from './jwks'
+import { loginRoutes } from './login'
+import { refreshRoutes } from './refresh'
+import { serviceTokenRoutes } from './service-token'
 
-export const authApp = createFamilyApp<object>()
+export const authApp = createFamilyApp<AuthEnv>()
 
-answerUnreleasedRoutes(authApp, 'auth')
+serviceTokenRoutes(authApp)
+loginRoutes(authApp)
+refreshRoutes(authApp)
+jwksRoutes(authApp)

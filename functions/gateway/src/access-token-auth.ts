@@ -1,21 +1,275 @@
 /**
- * Access-token (JWT) verification seam. Tokens are issued by the auth family and signed with
- * ML-DSA or EdDSA; the verifier checks the algorithm against the tenant's crypto policy,
- * signature, expiry, audience and tenant. Until a signing key set is configured the gateway
- * accepts API keys only and says so.
+ * Access-token (JWT) authentication at the gateway. Tokens are issued by the auth family and signed
+ * with ML-DSA (RFC 9964) or EdDSA; the gateway checks, in this order:
+ *
+ * 1. the JWS (shared/crypto `verifyAccessToken`): shape, `alg` one of ML-DSA-44/65/87 or EdDSA
+ *    (never `none`, never HMAC or RSA/ECDSA), `kid` of a published key of that algorithm, the
+ *    signature, the claims, `iss`, and `exp`/`nbf`/`iat` with JWT_LEEWAY_SECONDS of leeway;
+ * 2. `tenant_id` present (every token this product issues is tenant-scoped);
+ * 3. the audience against the route (shared/routing FAMILY_TOKEN_AUDIENCES): 403
+ *    `token_wrong_audience` for a genuine token meant for another audience;
+ * 4. the principal still exists: the user is still a member of the tenant, the service account is
+ *    not revoked (cached for API_KEY_CACHE_TTL_SECONDS, like API keys), which also yields the role
+ *    and the tenant's plan.
+ * The token's algorithm is then checked against the tenant's crypto policy by crypto-enforcement.ts
+ * (403 `crypto_policy_violation` in enforce mode), and `tenant_id` against x-svc-tenant by the
+ * gateway's tenancy check.
+ *
+ * Cost: a verified token is cached per isolate by the SHA-256 of the token until it expires, so a
+ * hot token costs one SHA-256 and two map lookups instead of an ML-DSA verification (~1.5-3 ms).
+ * Refusals are cached for ten seconds, so a flood of one bad token does not cost a verify each.
  */
+import { and, eq } from 'drizzle-orm'
+import { hashApiKey } from '../../../shared/auth/api-keys'
+import { parseSubject, type Subject } from '../../../shared/auth/subjects'
+import { AUDIENCES, JWS_ALGORITHMS, type VerificationKey, verifyAccessToken } from '../../../shared/crypto'
+import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
+import { openDatabase } from '../../../shared/db/client'
+import { type MemberRole, members, serviceAccounts, tenants } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
-import type { Identity } from '../../../shared/worker/request-context'
+import type { Audience, Identity } from '../../../shared/worker/request-context'
 import type { GatewayEnv } from './gateway.context'
+import { resolveTokenKey } from './token-keys'
 
-export async function authenticateAccessToken(
-  _token: string,
-  _request: Request,
-  _env: GatewayEnv,
+export interface PrincipalRecord {
+  role: MemberRole
+  planId: string
+  scopes: string[]
+}
+
+/** What the verifier needs from the outside world (injected in unit tests). */
+export interface TokenAuthDeps {
+  resolveKey(kid: string): Promise<VerificationKey | undefined>
+  /** The principal's role and tenant plan, or null when it no longer exists (or was revoked). */
+  lookupPrincipal(tenantId: string, subject: Subject): Promise<PrincipalRecord | null>
+  issuer: string
+  leewaySeconds: number
+  principalTtlMs: number
+}
+
+interface VerifiedToken {
+  sub: string
+  subject: Subject
+  audiences: readonly string[]
+  tenantId: string
+  jti: string
+  alg: JwsAlgorithm
+  /** exp + leeway, in ms. */
+  validUntil: number
+}
+
+type TokenEntry = { token: VerifiedToken } | { refusal: AppError; until: number }
+
+const MAX_TOKENS = 10_000
+const MAX_PRINCIPALS = 10_000
+const REFUSAL_TTL_MS = 10_000
+const tokenCache = new Map<string, TokenEntry>()
+const principalCache = new Map<string, { record: PrincipalRecord | null; expiresAt: number }>()
+
+export function clearAccessTokenCaches(): void {
+  tokenCache.clear()
+  principalCache.clear()
+}
+
+/** Forgets a principal (e.g. a service account just revoked through this isolate). */
+export function invalidatePrincipal(tenantId: string, sub: string): void {
+  principalCache.delete(`${tenantId}\n${sub}`)
+}
+
+function remember<K, V>(map: Map<K, V>, max: number, key: K, value: V): void {
+  if (map.size >= max) map.delete(map.keys().next().value!)
+  map.set(key, value)
+}
+
+const unauthorized = (code: string, message: string) =>
+  new AppError(401, code, message, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+async function verifyFresh(token: string, deps: TokenAuthDeps): Promise<VerifiedToken> {
+  const verified = await verifyAccessToken(token, {
+    keys: (kid) => deps.resolveKey(kid),
+    // Every algorithm this product signs with; the tenant's policy is applied afterwards, once the
+    // tenant is known from the verified claims (403 crypto_policy_violation, not a 401).
+    allowedAlgorithms: JWS_ALGORITHMS,
+    audience: AUDIENCES,
+    issuer: deps.issuer,
+    leewaySeconds: deps.leewaySeconds,
+  })
+  const { claims } = verified
+  if (claims.tenant_id === undefined || !UUID.test(claims.tenant_id)) {
+    throw unauthorized(
+      'token_claims_invalid',
+      'The token has no valid tenant_id claim; tokens for this API are issued per workspace.',
+    )
+  }
+  const subject = parseSubject(claims.sub)
+  if (!subject) {
+    throw unauthorized(
+      'token_claims_invalid',
+      `The token subject "${claims.sub}" is not a user or service account.`,
+    )
+  }
+  return {
+    sub: claims.sub,
+    subject,
+    audiences: typeof claims.aud === 'string' ? [claims.aud] : claims.aud,
+    tenantId: claims.tenant_id,
+    jti: claims.jti,
+    alg: verified.header.alg,
+    validUntil: (claims.exp + deps.leewaySeconds) * 1000,
+  }
+}
+
+async function verifiedToken(token: string, deps: TokenAuthDeps): Promise<VerifiedToken> {
+  const hash = await hashApiKey(token)
+  const now = Date.now()
+  const hit = tokenCache.get(hash)
+  if (hit) {
+    if ('token' in hit) {
+      if (now < hit.token.validUntil) return hit.token
+      tokenCache.delete(hash)
+      throw unauthorized(
+        'token_expired',
+        `The token expired at ${new Date(hit.token.validUntil - deps.leewaySeconds * 1000).toISOString()}; refresh it.`,
+      )
+    }
+    if (now < hit.until) throw hit.refusal
+  }
+  try {
+    const fresh = await verifyFresh(token, deps)
+    remember(tokenCache, MAX_TOKENS, hash, { token: fresh })
+    return fresh
+  } catch (err) {
+    // Remember refusals of the token itself (401), not outages (503) or our own faults (500).
+    if (err instanceof AppError && err.status === 401) {
+      remember(tokenCache, MAX_TOKENS, hash, { refusal: err, until: now + REFUSAL_TTL_MS })
+    }
+    throw err
+  }
+}
+
+async function principal(token: VerifiedToken, deps: TokenAuthDeps): Promise<PrincipalRecord> {
+  const key = `${token.tenantId}\n${token.sub}`
+  const now = Date.now()
+  let hit = principalCache.get(key)
+  if (!hit || hit.expiresAt <= now) {
+    hit = {
+      record: await deps.lookupPrincipal(token.tenantId, token.subject),
+      expiresAt: now + deps.principalTtlMs,
+    }
+    remember(principalCache, MAX_PRINCIPALS, key, hit)
+  }
+  if (!hit.record) {
+    throw unauthorized(
+      'token_principal_revoked',
+      token.subject.kind === 'user'
+        ? 'The user this token was issued to is no longer a member of the workspace.'
+        : 'The service account this token was issued to has been revoked.',
+    )
+  }
+  return hit.record
+}
+
+/**
+ * Authenticates an access token for a route that accepts `audiences` (null: the path matched no
+ * route, so the gateway answers 404 right after and no audience applies).
+ */
+export async function verifyBearerToken(
+  token: string,
+  audiences: readonly Audience[] | null,
+  deps: TokenAuthDeps,
 ): Promise<Identity> {
-  throw new AppError(
-    401,
-    'access_tokens_unavailable',
-    'Access tokens are not accepted by this deployment yet; use an API key.',
-  )
+  const verified = await verifiedToken(token, deps)
+  let audience = verified.audiences.find((a): a is Audience => (AUDIENCES as readonly string[]).includes(a))
+  if (audiences) {
+    audience = audiences.find((a) => verified.audiences.includes(a))
+    if (!audience) {
+      throw new AppError(
+        403,
+        'token_wrong_audience',
+        audiences.length === 0
+          ? 'This endpoint does not accept access tokens.'
+          : `This token is for audience ${verified.audiences.map((a) => `"${a}"`).join(', ')}; this endpoint requires ${audiences.map((a) => `"${a}"`).join(' or ')}.`,
+      )
+    }
+  }
+  const record = await principal(verified, deps)
+  return {
+    tenantId: verified.tenantId,
+    principal: {
+      kind: 'access_token',
+      subject: verified.sub,
+      audience: audience ?? 'platform',
+      tokenId: verified.jti,
+      algorithm: verified.alg,
+    },
+    role: record.role,
+    planId: record.planId,
+    scopes: record.scopes,
+  }
+}
+
+async function lookupPrincipal(
+  env: GatewayEnv,
+  ctx: Pick<ExecutionContext, 'waitUntil'>,
+  tenantId: string,
+  subject: Subject,
+) {
+  const database = openDatabase(env, { max: 1 })
+  try {
+    if (subject.kind === 'user') {
+      const [row] = await database.db
+        .select({ role: members.role, planId: tenants.planId })
+        .from(members)
+        .innerJoin(tenants, eq(tenants.id, members.tenantId))
+        .where(and(eq(members.tenantId, tenantId), eq(members.userId, subject.id)))
+        .limit(1)
+      return row ? { role: row.role, planId: row.planId, scopes: [] } : null
+    }
+    const [row] = await database.db
+      .select({
+        scopes: serviceAccounts.scopes,
+        revokedAt: serviceAccounts.revokedAt,
+        planId: tenants.planId,
+      })
+      .from(serviceAccounts)
+      .innerJoin(tenants, eq(tenants.id, serviceAccounts.tenantId))
+      .where(and(eq(serviceAccounts.id, subject.id), eq(serviceAccounts.tenantId, tenantId)))
+      .limit(1)
+    // Service accounts act with the member role: they can use the API and read settings, not administer.
+    return row && !row.revokedAt ? { role: 'member' as const, planId: row.planId, scopes: row.scopes } : null
+  } catch (err) {
+    throw new AppError(
+      503,
+      'credential_store_unavailable',
+      'Credentials cannot be verified right now; retry shortly.',
+      {
+        internalMessage: `token principal lookup failed: ${String(err)}`,
+        headers: { 'retry-after': '1' },
+      },
+    )
+  } finally {
+    ctx.waitUntil(database.close())
+  }
+}
+
+function seconds(value: string | undefined, fallback: number, max = Number.POSITIVE_INFINITY): number {
+  const n = Number(value)
+  return value !== undefined && Number.isFinite(n) && n >= 0 && n <= max ? n : fallback
+}
+
+export function authenticateAccessToken(
+  token: string,
+  audiences: readonly Audience[] | null,
+  env: GatewayEnv,
+  ctx: Pick<ExecutionContext, 'waitUntil'>,
+): Promise<Identity> {
+  return verifyBearerToken(token, audiences, {
+    resolveKey: (kid) => resolveTokenKey(env, kid),
+    lookupPrincipal: (tenantId, subject) => lookupPrincipal(env, ctx, tenantId, subject),
+    issuer: env.JWT_ISSUER?.trim() || 'svc',
+    leewaySeconds: seconds(env.JWT_LEEWAY_SECONDS, 30, 300),
+    principalTtlMs: seconds(env.API_KEY_CACHE_TTL_SECONDS, 30) * 1000,
+  })
 }

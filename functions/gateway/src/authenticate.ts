@@ -4,7 +4,7 @@
  * verifier; both produce the same `Identity`.
  */
 import { AppError } from '../../../shared/http/errors'
-import type { Identity } from '../../../shared/worker/request-context'
+import type { Audience, Identity } from '../../../shared/worker/request-context'
 import { authenticateAccessToken } from './access-token-auth'
 import { authenticateApiKey } from './api-key-auth'
 import type { GatewayEnv } from './gateway.context'
@@ -30,14 +30,19 @@ export function bearerCredential(header: string | null): string {
   return match[1]!
 }
 
+/**
+ * `audiences`: the access-token audiences the matched route accepts (null when the path matched no
+ * route). API keys are accepted on every credential route.
+ */
 export async function authenticate(
   request: Request,
+  audiences: readonly Audience[] | null,
   env: GatewayEnv,
   ctx: Pick<ExecutionContext, 'waitUntil'>,
 ): Promise<Identity> {
   const credential = bearerCredential(request.headers.get('authorization'))
   if (credential.startsWith('svc_sk_')) return authenticateApiKey(credential, env, ctx)
-  if (JWT_SHAPE.test(credential)) return authenticateAccessToken(credential, request, env)
+  if (JWT_SHAPE.test(credential)) return authenticateAccessToken(credential, audiences, env, ctx)
   throw new AppError(
     401,
     'invalid_credential',

@@ -4,17 +4,26 @@
  * binding with a typed request context. Errors are rendered by one handler.
  */
 import { Hono } from 'hono'
+import { serviceAccountSubject } from '../../../shared/auth/subjects'
 import { formatBytes, isJsonContentType } from '../../../shared/http/body'
 import { AppError, toAppError } from '../../../shared/http/errors'
-import { FAMILY_BINDING, type RouteSpec, RouteTable } from '../../../shared/routing/route-table'
+import {
+  FAMILY_BINDING,
+  FAMILY_TOKEN_AUDIENCES,
+  type RouteSpec,
+  RouteTable,
+} from '../../../shared/routing/route-table'
 import { logError } from '../../../shared/worker/family-app'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
+import { invalidatePrincipal } from './access-token-auth'
 import { authenticate } from './authenticate'
 import { allowedOrigin, applyCors, preflight } from './cors'
+import { enforceCryptoPolicy } from './crypto-enforcement'
 import type { GatewayApp, GatewayEnv } from './gateway.context'
 import { healthRoutes } from './health'
 import { docsRoutes } from './openapi'
 import { requestIdFor } from './request-id'
+import { invalidateTenantPolicy } from './tenant-policies'
 
 const routes = new RouteTable()
 
@@ -97,7 +106,13 @@ async function forward(
   context: RequestContext,
 ): Promise<Response> {
   const family = env[FAMILY_BINDING[route.family]]
-  return family.serve(request, context)
+  if (context.identity === null || !request.headers.has('authorization'))
+    return family.serve(request, context)
+  // Families get the verified identity in `context`, never the credential itself: a family cannot
+  // leak or replay it, and a 5 KB ML-DSA token is not copied over the service binding.
+  const headers = new Headers(request.headers)
+  headers.delete('authorization')
+  return family.serve(new Request(request, { headers }), context)
 }
 
 export const gatewayApp = new Hono<GatewayApp>()
@@ -161,7 +176,8 @@ gatewayApp.all('*', async (c) => {
   if (lookup.kind === 'method_not_allowed' && lookup.public)
     throw methodNotAllowed(request.method, url, lookup.allow)
 
-  const identity = await authenticate(request, c.env, c.executionCtx)
+  const audiences = lookup.kind === 'match' ? FAMILY_TOKEN_AUDIENCES[lookup.match.route.family] : null
+  const identity = await authenticate(request, audiences, c.env, c.executionCtx)
   checkTenant(identity, request, url)
 
   if (lookup.kind === 'not_found') {
@@ -174,14 +190,29 @@ gatewayApp.all('*', async (c) => {
   if (lookup.kind === 'method_not_allowed') throw methodNotAllowed(request.method, url, lookup.allow)
 
   const route = lookup.match.route
+  await enforceCryptoPolicy({ request, identity, requestId, path: url.pathname }, c.env, c.executionCtx)
   checkBody(route, request)
-  return forward(route, request, c.env, {
+  const response = await forward(route, request, c.env, {
     requestId,
     identity,
     maxBodyBytes: route.body?.maxBytes ?? 0,
     baseUrl: c.get('baseUrl'),
   })
+  if (route.family === 'platform' && response.ok) afterAdminChange(route, lookup.match.params, identity)
+  return response
 })
+
+/**
+ * Admin changes take effect at once in the isolate that forwarded them (other isolates follow
+ * within their cache TTL): a new crypto policy, a revoked service account.
+ */
+function afterAdminChange(route: RouteSpec, params: Record<string, string>, identity: Identity): void {
+  if (route.path === '/platform/v1/crypto/policy' && route.method !== 'GET') {
+    invalidateTenantPolicy(identity.tenantId)
+  } else if (route.path === '/platform/v1/service-accounts/:serviceAccountId' && route.method === 'DELETE') {
+    invalidatePrincipal(identity.tenantId, serviceAccountSubject(params.serviceAccountId ?? ''))
+  }
+}
 
 function methodNotAllowed(method: string, url: URL, allow: string[]): AppError {
   const allowed = allow.includes('GET') ? [...allow, 'HEAD'] : allow

@@ -1,5 +1,6 @@
 import type { DatabaseEnv } from '../../../shared/db/client'
 import type { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
+import type AuthWorker from '../../auth/src/index'
 
 type FamilyBinding = Service<FamilyEntrypoint>
 
@@ -11,11 +12,18 @@ export interface GatewayEnv extends DatabaseEnv {
   KNOWLEDGE: FamilyBinding
   REASONING: FamilyBinding
   MCP: FamilyBinding
-  AUTH: FamilyBinding
+  /** The auth family; besides `serve` it answers `verificationKeys()` (the public JWKS). */
+  AUTH: Service<AuthWorker>
   TELEMETRY: FamilyBinding
   PLATFORM: FamilyBinding
-  /** How long a verified API key stays cached in an isolate (seconds, default 30). */
+  /** How long a verified API key (or token principal) stays cached in an isolate (seconds, default 30). */
   API_KEY_CACHE_TTL_SECONDS?: string
+  /** How long a tenant's crypto policy stays cached in an isolate (seconds, default 30). */
+  CRYPTO_POLICY_CACHE_TTL_SECONDS?: string
+  /** `iss` accepted on access tokens (default `svc`; must equal the auth worker's JWT_ISSUER). */
+  JWT_ISSUER?: string
+  /** Clock skew tolerated on exp / nbf / iat, seconds (default 30, at most 300). */
+  JWT_LEEWAY_SECONDS?: string
   /** Public base URL when the gateway sits behind another proxy (default: the request's origin). */
   PUBLIC_BASE_URL?: string
   /** Comma-separated browser origins allowed by CORS (default `*`). */

@@ -1,6 +1,7 @@
 import { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
 import { platformApp } from './platform.app'
+import type { PlatformEnv } from './platform.context'
 
-export default class PlatformWorker extends FamilyEntrypoint {
+export default class PlatformWorker extends FamilyEntrypoint<PlatformEnv> {
   protected readonly app = platformApp
 }

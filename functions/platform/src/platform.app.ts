@@ -1,6 +1,25 @@
 import { createFamilyApp } from '../../../shared/worker/family-app'
 import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
+import { algorithmRoutes } from './algorithms'
+import { cryptoPolicyRoutes } from './crypto-policy'
+import type { PlatformEnv } from './platform.context'
+import { serviceAccountRoutes } from './service-accounts'
 
-export const platformApp = createFamilyApp<object>()
+export const platformApp = createFamilyApp<PlatformEnv>()
 
-answerUnreleasedRoutes(platformApp, 'platform')
+cryptoPolicyRoutes(platformApp)
+algorithmRoutes(platformApp)
+serviceAccountRoutes(platformApp)
+// CBOM, compliance and attestation documents are not part of this release.
+answerUnreleasedRoutes(platformApp, 'platform', [
+  'GET /platform/v1/crypto/policy',
+  'PUT /platform/v1/crypto/policy',
+  'PATCH /platform/v1/crypto/policy',
+  'GET /platform/v1/crypto/policy/check',
+  'GET /platform/v1/crypto/algorithms',
+  'GET /platform/v1/crypto/violations',
+  'GET /platform/v1/service-accounts',
+  'POST /platform/v1/service-accounts',
+  'POST /platform/v1/service-accounts/:serviceAccountId/rotate',
+  'DELETE /platform/v1/service-accounts/:serviceAccountId',
+])

@@ -1,0 +1,124 @@
+/**
+ * Shared pieces of the benchmarks: wrk runs with a JSON result line, CPU time of process trees
+ * from /proc, "foreign" CPU (what other processes on the machine used meanwhile), medians.
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+
+export const BENCH_DIR = import.meta.dirname
+const TICK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
+
+export interface WrkResult {
+  requests: number
+  duration_s: number
+  rps: number
+  p50_ms: number
+  p90_ms: number
+  p99_ms: number
+  mean_ms: number
+  non2xx: number
+  sock_err: number
+}
+
+/**
+ * Runs wrk against `url` with headers and returns its result line; refuses runs with non-2xx
+ * answers or socket errors. With `tokensFile`, each request carries the next bearer token of that
+ * file (bench/identity-wrk-tokens.lua) and wrk stops once every token was used once.
+ */
+export function wrk(
+  url: string,
+  headers: Record<string, string>,
+  connections: number,
+  seconds: number,
+  tokensFile?: string,
+): Promise<WrkResult> {
+  const hdrs = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(';;')
+  const script = path.join(BENCH_DIR, tokensFile ? 'identity-wrk-tokens.lua' : 'gateway-wrk-report.lua')
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'wrk',
+      ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, url],
+      {
+        env: { ...process.env, HDRS: hdrs, ...(tokensFile ? { TOKENS: tokensFile } : {}) },
+      },
+    )
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    child.stderr.on('data', (d: Buffer) => {
+      out += d.toString()
+    })
+    child.on('exit', (code) => {
+      const line = /RESULT (\{.*\})/.exec(out)
+      const result = line ? (JSON.parse(line[1]!) as WrkResult) : null
+      if (code !== 0 || !result) reject(new Error(`wrk failed (${code}): ${out}`))
+      else if (result.non2xx || result.sock_err)
+        reject(new Error(`${url}: errors in ${JSON.stringify(result)}`))
+      else resolve(result)
+    })
+  })
+}
+
+function childrenOf(pid: number): number[] {
+  const out: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      if (ppid === pid) out.push(Number(entry))
+    } catch {}
+  }
+  return out
+}
+
+/** The pid and all its descendants. */
+export function processTree(pid: number): number[] {
+  const all = [pid]
+  for (let i = 0; i < all.length; i++) all.push(...childrenOf(all[i]!))
+  return all
+}
+
+export function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
+  } catch {
+    return ''
+  }
+}
+
+/** Descendants of `root` whose command name is `name` (e.g. workerd). */
+export function descendantsNamed(root: number, name: string): number[] {
+  return processTree(root).filter((p) => p !== root && commandOf(p) === name)
+}
+
+/** user+system CPU seconds of the given processes. */
+export function cpuSeconds(pids: readonly number[]): number {
+  let ticks = 0
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {}
+  }
+  return ticks / TICK
+}
+
+/** Busy CPU seconds of the whole machine (user+nice+system). */
+export function machineBusySeconds(): number {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/)
+  return (Number(cpu[1]) + Number(cpu[2]) + Number(cpu[3])) / TICK
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+export const round = (value: number, digits = 3) => Number(value.toFixed(digits))

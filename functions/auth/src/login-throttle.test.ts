@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest'
+import { authSettings } from './auth.context'
+import { clientAddress, lockedForSeconds, loginThrottleKeys } from './login-throttle'
+
+describe('login throttling', () => {
+  it('reads the client address from CF-Connecting-IP, then the first X-Forwarded-For entry', () => {
+    const req = (headers: Record<string, string>) => new Request('https://x/auth/login', { headers })
+    expect(clientAddress(req({ 'cf-connecting-ip': '203.0.113.7', 'x-forwarded-for': '198.51.100.1' }))).toBe(
+      '203.0.113.7',
+    )
+    expect(clientAddress(req({ 'x-forwarded-for': '198.51.100.1, 10.0.0.1' }))).toBe('198.51.100.1')
+    expect(clientAddress(req({}))).toBe('unknown')
+  })
+
+  it('counts per account (case-insensitive email) and per address with the configured limits', () => {
+    const settings = authSettings({ AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT: '3' })
+    expect(loginThrottleKeys(' Owner@Example.TEST ', '203.0.113.7', settings)).toEqual([
+      { key: 'account:owner@example.test', limit: 3 },
+      { key: 'address:203.0.113.7', limit: 20 },
+    ])
+  })
+
+  it('reports the longest remaining lock in whole seconds, and 0 when the locks are over', () => {
+    const now = new Date('2026-01-01T00:00:00Z')
+    const at = (s: number) => ({ lockedUntil: new Date(now.getTime() + s * 1000) })
+    expect(lockedForSeconds([at(-5), { lockedUntil: null }], now)).toBe(0)
+    expect(lockedForSeconds([at(12.2), at(899)], now)).toBe(899)
+  })
+
+  it('falls back to the defaults when a setting is missing or not a positive integer', () => {
+    expect(authSettings({ AUTH_ACCESS_TOKEN_TTL_SECONDS: 'soon', JWT_ISSUER: ' ' })).toMatchObject({
+      issuer: 'svc',
+      accessTokenTtlSeconds: 900,
+      refreshTokenTtlSeconds: 2_592_000,
+      maxFailuresPerAccount: 5,
+      maxFailuresPerAddress: 20,
+      windowSeconds: 900,
+      lockoutSeconds: 900,
+    })
+  })
+})

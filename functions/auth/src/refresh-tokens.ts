@@ -1,0 +1,119 @@
+/**
+ * Refresh-token rotation (OAuth 2.0 Security BCP, RFC 9700 §4.14.2): every login starts a family;
+ * every refresh spends the presented token (single use) and issues its successor in the same
+ * family. Presenting a spent token means two parties hold the family, so the whole family is
+ * revoked and both must log in again. Tokens are stored as SHA-256 (256-bit random secrets).
+ *
+ * Spending is one atomic `UPDATE … WHERE used_at IS NULL`, so two concurrent refreshes with the
+ * same token cannot both succeed: the loser is treated as a reuse.
+ */
+import { and, eq, isNull } from 'drizzle-orm'
+import { hashApiKey } from '../../../shared/auth/api-keys'
+import { generateRefreshToken, isRefreshToken } from '../../../shared/auth/opaque-credentials'
+import type { Drizzle } from '../../../shared/db/client'
+import { refreshTokenFamilies, refreshTokens } from '../../../shared/db/schema'
+import { AppError } from '../../../shared/http/errors'
+
+const invalidGrant = (code: string, message: string) =>
+  new AppError(401, code, message, { param: 'refresh_token' })
+
+async function insertToken(db: Drizzle, familyId: string, parentId: string | null, ttlSeconds: number) {
+  const token = generateRefreshToken()
+  await db.insert(refreshTokens).values({
+    familyId,
+    parentId,
+    tokenHash: await hashApiKey(token),
+    expiresAt: new Date(Date.now() + ttlSeconds * 1000),
+  })
+  return token
+}
+
+/** Starts a family for a login and returns its first refresh token. */
+export async function startRefreshFamily(
+  db: Drizzle,
+  input: { tenantId: string; userId: string; ttlSeconds: number },
+): Promise<string> {
+  const [family] = await db
+    .insert(refreshTokenFamilies)
+    .values({ tenantId: input.tenantId, userId: input.userId })
+    .returning({ id: refreshTokenFamilies.id })
+  return insertToken(db, family!.id, null, input.ttlSeconds)
+}
+
+export interface RotatedRefreshToken {
+  tenantId: string
+  userId: string
+  familyId: string
+  refreshToken: string
+}
+
+export async function revokeFamily(db: Drizzle, familyId: string, reason: string): Promise<void> {
+  await db
+    .update(refreshTokenFamilies)
+    .set({ revokedAt: new Date(), revokedReason: reason })
+    .where(and(eq(refreshTokenFamilies.id, familyId), isNull(refreshTokenFamilies.revokedAt)))
+}
+
+/** Spends `presented` and returns its successor; refuses (401) invalid, expired, revoked or reused tokens. */
+export async function rotateRefreshToken(
+  db: Drizzle,
+  presented: string,
+  ttlSeconds: number,
+  now = new Date(),
+): Promise<RotatedRefreshToken> {
+  if (!isRefreshToken(presented)) {
+    throw invalidGrant(
+      'refresh_token_invalid',
+      'This is not a refresh token; send the refresh_token from /auth/login.',
+    )
+  }
+  const [row] = await db
+    .select({
+      id: refreshTokens.id,
+      familyId: refreshTokens.familyId,
+      expiresAt: refreshTokens.expiresAt,
+      usedAt: refreshTokens.usedAt,
+      tenantId: refreshTokenFamilies.tenantId,
+      userId: refreshTokenFamilies.userId,
+      familyRevokedAt: refreshTokenFamilies.revokedAt,
+      familyRevokedReason: refreshTokenFamilies.revokedReason,
+    })
+    .from(refreshTokens)
+    .innerJoin(refreshTokenFamilies, eq(refreshTokenFamilies.id, refreshTokens.familyId))
+    .where(eq(refreshTokens.tokenHash, await hashApiKey(presented)))
+    .limit(1)
+  if (!row) throw invalidGrant('refresh_token_invalid', 'The refresh token is not valid; log in again.')
+  if (row.familyRevokedAt) {
+    throw invalidGrant(
+      'refresh_token_revoked',
+      `This login session was revoked${row.familyRevokedReason === 'reuse_detected' ? ' because a refresh token was used twice' : ''}; log in again.`,
+    )
+  }
+  const reused = () =>
+    invalidGrant(
+      'refresh_token_reused',
+      'This refresh token was already used. As a precaution every token of this login session has been revoked; log in again.',
+    )
+  if (row.usedAt) {
+    await revokeFamily(db, row.familyId, 'reuse_detected')
+    throw reused()
+  }
+  if (row.expiresAt.getTime() <= now.getTime()) {
+    throw invalidGrant('refresh_token_expired', 'The refresh token has expired; log in again.')
+  }
+  const spent = await db
+    .update(refreshTokens)
+    .set({ usedAt: now })
+    .where(and(eq(refreshTokens.id, row.id), isNull(refreshTokens.usedAt)))
+    .returning({ id: refreshTokens.id })
+  if (spent.length === 0) {
+    await revokeFamily(db, row.familyId, 'reuse_detected')
+    throw reused()
+  }
+  return {
+    tenantId: row.tenantId,
+    userId: row.userId,
+    familyId: row.familyId,
+    refreshToken: await insertToken(db, row.familyId, row.id, ttlSeconds),
+  }
+}

@@ -1,0 +1,166 @@
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import {
+  buildAccessTokenClaims,
+  generateSigningKey,
+  type SigningKey,
+  signAccessToken,
+  type VerificationKey,
+} from '../../../shared/crypto'
+import { AppError } from '../../../shared/http/errors'
+import {
+  clearAccessTokenCaches,
+  type PrincipalRecord,
+  type TokenAuthDeps,
+  verifyBearerToken,
+} from './access-token-auth'
+
+const TENANT = '4ea944f0-8111-43b6-ba0d-e9b3260311bb'
+const USER = 'user:2801e294-e86e-4719-a1e3-1539ee592c00'
+const SA = 'sa:9af1df20-5dc0-4d1e-82bc-c3d4991ce873'
+
+let mlDsa: SigningKey
+let ed: SigningKey
+
+beforeAll(async () => {
+  mlDsa = await generateSigningKey('ML-DSA-65')
+  ed = await generateSigningKey('EdDSA')
+})
+
+/** Deps over an in-memory key set and principal table, counting signature verifications. */
+function deps(principals: Record<string, PrincipalRecord | null> = {}) {
+  const counts = { verifies: 0, lookups: 0 }
+  const counted = (key: SigningKey): VerificationKey => ({
+    ...key,
+    verify: (data, signature) => {
+      counts.verifies++
+      return key.verify(data, signature)
+    },
+  })
+  const value: TokenAuthDeps = {
+    resolveKey: async (kid) => [mlDsa, ed].map(counted).find((k) => k.kid === kid),
+    lookupPrincipal: async (tenantId, subject) => {
+      counts.lookups++
+      const sub = subject.kind === 'user' ? `user:${subject.id}` : `sa:${subject.id}`
+      return principals[`${tenantId} ${sub}`] ?? null
+    },
+    issuer: 'svc',
+    leewaySeconds: 30,
+    principalTtlMs: 30_000,
+  }
+  return { value, counts }
+}
+
+const member = { role: 'owner' as const, planId: 'team', scopes: [] }
+
+async function token(
+  key: SigningKey,
+  overrides: {
+    sub?: string
+    aud?: 'platform' | 'internal-service' | 'external-api'
+    tenantId?: string
+    ttl?: number
+    now?: Date
+  } = {},
+) {
+  return signAccessToken(
+    buildAccessTokenClaims({
+      sub: overrides.sub ?? USER,
+      aud: overrides.aud ?? 'platform',
+      iss: 'svc',
+      ttlSeconds: overrides.ttl ?? 600,
+      ...(overrides.tenantId === '' ? {} : { tenantId: overrides.tenantId ?? TENANT }),
+      ...(overrides.now ? { now: overrides.now } : {}),
+    }),
+    key,
+  )
+}
+
+async function refusal(promise: Promise<unknown>): Promise<AppError> {
+  const error = await promise.then(
+    () => new Error('accepted'),
+    (e: unknown) => e,
+  )
+  if (!(error instanceof AppError)) throw error
+  return error
+}
+
+beforeEach(() => clearAccessTokenCaches())
+
+describe('gateway access-token authentication', () => {
+  it('turns a verified token into the identity families receive', async () => {
+    const d = deps({ [`${TENANT} ${USER}`]: member })
+    const identity = await verifyBearerToken(await token(mlDsa), ['platform', 'internal-service'], d.value)
+    expect(identity).toMatchObject({
+      tenantId: TENANT,
+      role: 'owner',
+      planId: 'team',
+      principal: { kind: 'access_token', subject: USER, audience: 'platform', algorithm: 'ML-DSA-65' },
+    })
+  })
+
+  it('verifies a hot token once: later requests hit the per-isolate cache', async () => {
+    const d = deps({ [`${TENANT} ${USER}`]: member })
+    const jwt = await token(mlDsa)
+    for (let i = 0; i < 5; i++) await verifyBearerToken(jwt, ['platform'], d.value)
+    expect(d.counts).toEqual({ verifies: 1, lookups: 1 })
+  })
+
+  it('checks the audience per route: 403 token_wrong_audience for a genuine token of another audience', async () => {
+    const d = deps({ [`${TENANT} ${SA}`]: { role: 'member', planId: 'team', scopes: [] } })
+    const jwt = await token(mlDsa, { sub: SA, aud: 'external-api' })
+    await expect(verifyBearerToken(jwt, ['external-api', 'platform'], d.value)).resolves.toMatchObject({
+      principal: { audience: 'external-api' },
+    })
+    const wrong = await refusal(verifyBearerToken(jwt, ['internal-service'], d.value))
+    expect(wrong).toMatchObject({ status: 403, code: 'token_wrong_audience' })
+    expect(wrong.message).toContain('"internal-service"')
+  })
+
+  it('refuses an expired token, also once it is cached', async () => {
+    const d = deps({ [`${TENANT} ${USER}`]: member })
+    const old = await token(mlDsa, { ttl: 60, now: new Date(Date.now() - 10 * 60_000) })
+    expect(await refusal(verifyBearerToken(old, ['platform'], d.value))).toMatchObject({
+      status: 401,
+      code: 'token_expired',
+    })
+    // A token that expires while cached: leeway 0 and a 1-second lifetime.
+    const short = await token(mlDsa, { ttl: 1 })
+    const strict = { ...d.value, leewaySeconds: 0 }
+    await verifyBearerToken(short, ['platform'], strict)
+    await new Promise((r) => setTimeout(r, 1100))
+    expect(await refusal(verifyBearerToken(short, ['platform'], strict))).toMatchObject({
+      code: 'token_expired',
+    })
+  })
+
+  it('refuses a token without tenant_id and a subject that is neither a user nor a service account', async () => {
+    const d = deps()
+    expect(
+      await refusal(verifyBearerToken(await token(mlDsa, { tenantId: '' }), ['platform'], d.value)),
+    ).toMatchObject({ status: 401, code: 'token_claims_invalid' })
+    expect(
+      await refusal(verifyBearerToken(await token(mlDsa, { sub: 'admin' }), ['platform'], d.value)),
+    ).toMatchObject({ status: 401, code: 'token_claims_invalid' })
+  })
+
+  it('refuses tokens of a removed member or a revoked service account', async () => {
+    const d = deps()
+    const removed = await refusal(verifyBearerToken(await token(ed), ['platform'], d.value))
+    expect(removed).toMatchObject({ status: 401, code: 'token_principal_revoked' })
+    expect(removed.message).toMatch(/no longer a member/)
+    const revoked = await refusal(verifyBearerToken(await token(ed, { sub: SA }), ['platform'], d.value))
+    expect(revoked.message).toMatch(/service account .* revoked/)
+  })
+
+  it('remembers a refused token briefly, so a flood of it costs no signature checks', async () => {
+    const d = deps({ [`${TENANT} ${USER}`]: member })
+    const jwt = await token(mlDsa)
+    const [h, p, s] = jwt.split('.') as [string, string, string]
+    const tampered = `${h}.${p.slice(0, -2)}${p.slice(-2) === 'fQ' ? 'fX' : 'fQ'}.${s}`
+    for (let i = 0; i < 3; i++) {
+      const err = await refusal(verifyBearerToken(tampered, ['platform'], d.value))
+      expect(err.status).toBe(401)
+    }
+    expect(d.counts.verifies).toBeLessThanOrEqual(1)
+  })
+})

@@ -1,0 +1,51 @@
+import type { Context } from 'hono'
+import { type Drizzle, openDatabase } from '../../../shared/db/client'
+import { AppError } from '../../../shared/http/errors'
+import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import type { Identity } from '../../../shared/worker/request-context'
+import type { PlatformEnv } from './platform.context'
+
+/** Runs `work` with a request-scoped database; closes it after the response. */
+export async function withDatabase<T>(
+  c: Context<FamilyEnv<PlatformEnv>>,
+  work: (db: Drizzle) => Promise<T>,
+): Promise<T> {
+  const database = openDatabase(c.env, { max: 1 })
+  try {
+    return await work(database.db)
+  } catch (err) {
+    if (err instanceof AppError) throw err
+    throw new AppError(
+      503,
+      'platform_store_unavailable',
+      'The platform store is unavailable; retry shortly.',
+      {
+        internalMessage: `${String(err)}${err instanceof Error && err.cause ? ` (cause: ${String(err.cause)})` : ''}`,
+        cause: err,
+        headers: { 'retry-after': '2' },
+      },
+    )
+  } finally {
+    c.executionCtx.waitUntil(database.close())
+  }
+}
+
+/** The caller's identity, refused with 403 `insufficient_role` unless it is an owner or admin. */
+export function requireAdmin(c: Context<FamilyEnv<PlatformEnv>>, action: string): Identity {
+  const identity = identityOf(c)
+  if (identity.role !== 'owner' && identity.role !== 'admin') {
+    throw new AppError(
+      403,
+      'insufficient_role',
+      `Only workspace owners and admins may ${action}; this credential has role "${identity.role}".`,
+    )
+  }
+  return identity
+}
+
+/** Who made a change, for `updated_by` / `created_by`: `key:<id>` or the token's subject. */
+export function actorOf(identity: Identity): string {
+  return identity.principal.kind === 'api_key'
+    ? `key:${identity.principal.keyId}`
+    : identity.principal.subject
+}
