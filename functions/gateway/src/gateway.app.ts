@@ -14,6 +14,7 @@ import {
   RouteTable,
 } from '../../../shared/routing/route-table'
 import { logError } from '../../../shared/worker/family-app'
+import { CONTEXT_HEADER, sealContext } from '../../../shared/worker/internal-context'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import { invalidatePrincipal } from './access-token-auth'
 import { authenticate } from './authenticate'
@@ -105,14 +106,23 @@ async function forward(
   env: GatewayEnv,
   context: RequestContext,
 ): Promise<Response> {
-  const family = env[FAMILY_BINDING[route.family]]
-  if (context.identity === null || !request.headers.has('authorization'))
-    return family.serve(request, context)
-  // Families get the verified identity in `context`, never the credential itself: a family cannot
-  // leak or replay it, and a 5 KB ML-DSA token is not copied over the service binding.
+  const secret = env.INTERNAL_CONTEXT_SECRET
+  if (!secret) {
+    throw new AppError(
+      500,
+      'gateway_misconfigured',
+      'The gateway is not configured correctly; contact support.',
+      {
+        internalMessage: 'INTERNAL_CONTEXT_SECRET is not set',
+      },
+    )
+  }
+  // Families get the verified identity in the signed context header, never the credential itself:
+  // a family cannot leak or replay it, and a 5 KB ML-DSA token is not copied over the binding.
   const headers = new Headers(request.headers)
   headers.delete('authorization')
-  return family.serve(new Request(request, { headers }), context)
+  headers.set(CONTEXT_HEADER, await sealContext(context, secret))
+  return env[FAMILY_BINDING[route.family]].fetch(new Request(request, { headers }))
 }
 
 export const gatewayApp = new Hono<GatewayApp>()

@@ -16,6 +16,8 @@ export interface GatewayEnv extends DatabaseEnv {
   AUTH: Service<AuthWorker>
   TELEMETRY: FamilyBinding
   PLATFORM: FamilyBinding
+  /** Signs the request context sent to family workers (shared with every family; a secret). */
+  INTERNAL_CONTEXT_SECRET?: string
   /** How long a verified API key (or token principal) stays cached in an isolate (seconds, default 30). */
   API_KEY_CACHE_TTL_SECONDS?: string
   /** How long a tenant's crypto policy stays cached in an isolate (seconds, default 30). */
