@@ -27,6 +27,7 @@
  * |                        | faster-whisper); STT_LOCAL_API_KEY optional; STT_LOCAL_MODEL (whisper-1)  |
  * | AI (binding)           | enables Workers AI; STT_WORKERS_AI_MODEL (@cf/openai/whisper)             |
  * | STT_TIMEOUT_MS         | per-provider timeout, default 60000                                      |
+ * Test mode (a `svc_sk_test_` key) always uses only the built-in TEST_MODE_TRANSCRIBER.
  */
 import { z } from 'zod'
 import { AppError } from '../http/errors'
@@ -248,7 +249,24 @@ function misconfigured(detail: string): AppError {
   )
 }
 
-export function transcriptionChainFromEnv(env: SpeechEnv): TranscriptionChain {
+/**
+ * Test mode (`svc_sk_test_` keys): a built-in transcriber that never calls an upstream and is never
+ * billed. Its transcript is a deterministic description of the upload (file name, type, size,
+ * language), so a client can exercise the whole path, validation included, without a provider.
+ */
+export const TEST_MODE_TRANSCRIBER: Transcriber = {
+  name: 'test-mode',
+  model: 'svc-test-transcriber',
+  async transcribe(input) {
+    const language = input.language ? `, language ${input.language}` : ''
+    return `Test mode transcript of ${input.filename} (${input.mime}, ${input.bytes.length} bytes${language}). Use a live key to transcribe the speech.`
+  },
+}
+
+export function transcriptionChainFromEnv(
+  env: SpeechEnv,
+  options: { testMode?: boolean } = {},
+): TranscriptionChain {
   const { AI, ...vars } = env
   const parsed = SpeechEnvSchema.safeParse(vars)
   if (!parsed.success) {
@@ -256,6 +274,8 @@ export function transcriptionChainFromEnv(env: SpeechEnv): TranscriptionChain {
     throw misconfigured(`${issue?.path.join('.')}: ${issue?.message}`)
   }
   const cfg = parsed.data
+  const timeoutMs = cfg.STT_TIMEOUT_MS ? Number(cfg.STT_TIMEOUT_MS) : DEFAULT_STT_TIMEOUT_MS
+  if (options.testMode) return { providers: [TEST_MODE_TRANSCRIBER], timeoutMs }
   const order = (cfg.STT_PROVIDERS ?? STT_PROVIDER_NAMES.join(','))
     .split(',')
     .map((n) => n.trim().toLowerCase())
@@ -310,7 +330,7 @@ export function transcriptionChainFromEnv(env: SpeechEnv): TranscriptionChain {
         )
     }
   }
-  return { providers, timeoutMs: cfg.STT_TIMEOUT_MS ? Number(cfg.STT_TIMEOUT_MS) : DEFAULT_STT_TIMEOUT_MS }
+  return { providers, timeoutMs }
 }
 
 // --- failover ---------------------------------------------------------------------------------

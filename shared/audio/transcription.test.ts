@@ -219,3 +219,18 @@ describe('transcription chain', () => {
     })
   })
 })
+
+describe('test mode', () => {
+  it('always uses the built-in transcriber, never a configured provider', async () => {
+    const fn: FetchFn = async () => {
+      throw new Error('no upstream may be called in test mode')
+    }
+    const chain = transcriptionChainFromEnv({ STT_OPENAI_API_KEY: 'k' }, { testMode: true })
+    expect(chain.providers.map((p) => p.name)).toEqual(['test-mode'])
+    expect(await transcribeAudio(input, chain, { fetch: fn })).toEqual({
+      text: 'Test mode transcript of memo.wav (audio/wav, 8 bytes, language en). Use a live key to transcribe the speech.',
+      provider: 'test-mode',
+      model: 'svc-test-transcriber',
+    })
+  })
+})

@@ -16,12 +16,14 @@ export {
   cheapestUpgrade,
   getPlan,
   PLAN_CATALOG,
+  PLAN_CATALOG_VAR,
   type Plan,
   type PlanCatalog,
   type PlanDomain,
   type PlanFeature,
   type PlanId,
   parsePlanCatalog,
+  planCatalogFromEnv,
 } from './plan-catalog'
 export {
   ActionRequiredBodySchema,

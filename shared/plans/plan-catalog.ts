@@ -10,6 +10,7 @@
  */
 import { z } from 'zod'
 import { MODEL_ALIASES, type ModelAlias } from '../catalog/model-aliases'
+import { AppError } from '../http/errors'
 
 export const PLAN_IDS = ['free', 'pro', 'team', 'enterprise'] as const
 export type PlanId = (typeof PLAN_IDS)[number]
@@ -172,6 +173,41 @@ export function parsePlanCatalog(raw: unknown): PlanCatalog {
 
 /** The built-in catalog, validated at isolate start. */
 export const PLAN_CATALOG: PlanCatalog = parsePlanCatalog(PLAN_CATALOG_CONFIG)
+
+/** Env var that replaces the built-in catalog for a deployment (same JSON shape as PLAN_CATALOG_CONFIG). */
+export const PLAN_CATALOG_VAR = 'PLAN_CATALOG'
+
+let envCatalog: { raw: string; catalog: PlanCatalog } | null = null
+
+/**
+ * The deployment's catalog: `PLAN_CATALOG` (JSON, validated with the same schema; parsed once
+ * per isolate) when set, otherwise the built-in one. Plan ids must stay those of the tenants
+ * table (free, pro, team, enterprise). An invalid value is an operator error: 503
+ * `plan_catalog_invalid` whose log line names every problem.
+ */
+export function planCatalogFromEnv(env: { readonly [PLAN_CATALOG_VAR]?: unknown }): PlanCatalog {
+  const raw = env[PLAN_CATALOG_VAR]
+  if (raw === undefined || raw === null || raw === '') return PLAN_CATALOG
+  const text = typeof raw === 'string' ? raw : JSON.stringify(raw)
+  if (envCatalog?.raw === text) return envCatalog.catalog
+  let catalog: PlanCatalog
+  try {
+    catalog = parsePlanCatalog(JSON.parse(text))
+  } catch (err) {
+    const detail =
+      err instanceof z.ZodError
+        ? err.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')
+        : (err as Error).message
+    throw new AppError(
+      503,
+      'plan_catalog_invalid',
+      `The plan catalog is misconfigured on this deployment (${PLAN_CATALOG_VAR} is invalid). The operator must fix it; retrying will not help until then.`,
+      { internalMessage: `${PLAN_CATALOG_VAR} is invalid: ${detail}`, cause: err },
+    )
+  }
+  envCatalog = { raw: text, catalog }
+  return catalog
+}
 
 export function getPlan(id: string, catalog: PlanCatalog = PLAN_CATALOG): Plan | null {
   return catalog.plans.find((plan) => plan.id === id) ?? null

@@ -93,7 +93,7 @@ export class ChatStreamRewriter {
       this.status = 'upstream_error'
       this.error = {
         code: 'upstream_error',
-        message: `The model provider reported an error mid-stream${upstreamMessage ? `: ${upstreamMessage}` : ''}. Retry the request.`,
+        message: `The model provider reported an error mid-stream${upstreamMessage ? `: ${upstreamMessage.replace(/[.\s]+$/, '')}` : ''}. Retry the request.`,
       }
       return [sseData({ error: { ...this.error, type: 'upstream_error', param: null } })]
     }

@@ -2,21 +2,26 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, inject, it } from 'vitest'
+import { createScratchDatabase } from '../support/scratch-postgres.ts'
 import { launchStack, type RunningStack } from '../support/stack-process.ts'
 
 const fixture = inject('stack')
 
 describe(`restarting npm start (${fixture.kind})`, () => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-e2e-restart-'))
-  const databaseUrl = fixture.databaseUrl ?? undefined
   let running: RunningStack | null = null
+  let scratch: Awaited<ReturnType<typeof createScratchDatabase>> | null = null
 
   afterAll(async () => {
     await running?.stop()
+    await scratch?.drop()
     rmSync(dataDir, { recursive: true, force: true })
   })
 
   it('keeps the workspace, its keys and its data', async () => {
+    // Its own database: the development seed would otherwise share (and re-key) the suite's owner.
+    scratch = fixture.kind === 'postgres' ? await createScratchDatabase() : null
+    const databaseUrl = scratch?.url
     running = await launchStack({ dataDir, ...(databaseUrl ? { databaseUrl } : {}) })
     const first = running
     const note = `survives restarts ${crypto.randomUUID()}`

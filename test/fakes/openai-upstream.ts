@@ -19,11 +19,18 @@
  * Replies are deterministic: "Fake upstream <model> reply: <last user text>". Usage is counted
  * with the o200k_base tokenizer.
  *
- * Faults, scriptable for the next N chat requests (`failNext`) or for every request matching a
- * predicate (`failWhen`, e.g. by model): an HTTP status (429 with Retry-After, 500, 503, …), a
- * hang (never answers), a stream cut after K chunks (socket destroyed), slow chunks, and an
- * error event mid-stream. Every request is recorded (method, path, headers, parsed body, the
- * fault served), so tests can assert e.g. that `stream_options.include_usage` was injected.
+ * Several providers on one server: besides `/v1/chat/completions`, any `/<route>/v1/...` path
+ * answers the same way and is recorded with that route (one MODEL_PROVIDERS entry per route lets
+ * tests fail one "provider" over to another).
+ *
+ * Faults, scriptable for the next N chat requests (`failNext`), for every request matching a
+ * predicate (`failWhen`), or by rule (`script`: match on route, model, or text contained in the
+ * messages — tests put a unique tag there — for N requests or for good): an HTTP status (429 with
+ * Retry-After, 500, 503, …), a hang (never answers), a stream cut after K chunks (socket
+ * destroyed), slow chunks, and an error event mid-stream. A rule can also make the usage report
+ * cached and reasoning tokens. Every request is recorded (method, path, route, headers, parsed
+ * body, the fault served, whether the client went away before the answer ended), so tests can
+ * assert e.g. that `stream_options.include_usage` was injected or that a disconnect reached it.
  */
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -42,14 +49,39 @@ export type UpstreamFault =
   | { readonly kind: 'slow'; readonly delayMs: number }
   | { readonly kind: 'error_event'; readonly afterChunks: number }
 
+export interface UpstreamUsageOverride {
+  /** Reported as prompt_tokens_details.cached_tokens (capped at prompt_tokens). */
+  readonly cached_tokens?: number
+  /** Added to completion_tokens and reported as completion_tokens_details.reasoning_tokens. */
+  readonly reasoning_tokens?: number
+}
+
+/** A scripted behaviour: when `match` holds, serve `fault` and/or `usage`, `times` times (default: always). */
+export interface UpstreamRule {
+  readonly match: {
+    /** The route segment ('' for /v1/...). */
+    readonly route?: string
+    readonly model?: string
+    /** Text that must appear in the request's messages (JSON). */
+    readonly contains?: string
+  }
+  readonly fault?: UpstreamFault
+  readonly usage?: UpstreamUsageOverride
+  readonly times?: number
+}
+
 export interface RecordedUpstreamRequest {
   readonly method: string
   readonly path: string
+  /** The route segment before /v1 ('' for /v1/...). */
+  readonly route: string
   readonly headers: Readonly<Record<string, string>>
   readonly body: unknown
   readonly receivedAt: number
   /** The fault served, or null for a normal answer. */
   fault: UpstreamFault | null
+  /** True when the client closed the connection before the answer was complete. */
+  closedEarly: boolean
 }
 
 export interface FakeOpenAIUpstream {
@@ -67,6 +99,8 @@ export interface FakeOpenAIUpstream {
   failNext(fault: UpstreamFault, times?: number): void
   /** Serves `fault` for every chat request `when` matches, until reset(). */
   failWhen(when: (request: RecordedUpstreamRequest) => boolean, fault: UpstreamFault): void
+  /** Adds a rule (checked after failNext, before failWhen, first match wins). */
+  script(rule: UpstreamRule): void
   /** Clears faults and recorded requests. */
   reset(): void
   stop(): Promise<void>
@@ -165,16 +199,36 @@ export async function startFakeOpenAIUpstream(
   const requests: RecordedUpstreamRequest[] = []
   let queued: { fault: UpstreamFault; remaining: number }[] = []
   let rules: { when: (r: RecordedUpstreamRequest) => boolean; fault: UpstreamFault }[] = []
+  let scripted: { rule: UpstreamRule; remaining: number }[] = []
   const sockets = new Set<Socket>()
 
-  const pickFault = (record: RecordedUpstreamRequest): UpstreamFault | null => {
+  const matches = (rule: UpstreamRule, record: RecordedUpstreamRequest): boolean => {
+    const body = (record.body ?? {}) as { model?: unknown; messages?: unknown }
+    if (rule.match.route !== undefined && rule.match.route !== record.route) return false
+    if (rule.match.model !== undefined && rule.match.model !== body.model) return false
+    if (
+      rule.match.contains !== undefined &&
+      !JSON.stringify(body.messages ?? '').includes(rule.match.contains)
+    )
+      return false
+    return true
+  }
+
+  const pick = (
+    record: RecordedUpstreamRequest,
+  ): { fault: UpstreamFault | null; usage: UpstreamUsageOverride | null } => {
     const head = queued[0]
     if (head) {
       head.remaining -= 1
       if (head.remaining <= 0) queued.shift()
-      return head.fault
+      return { fault: head.fault, usage: null }
     }
-    return rules.find((rule) => rule.when(record))?.fault ?? null
+    const found = scripted.find((entry) => entry.remaining > 0 && matches(entry.rule, record))
+    if (found) {
+      found.remaining -= 1
+      return { fault: found.rule.fault ?? null, usage: found.rule.usage ?? null }
+    }
+    return { fault: rules.find((rule) => rule.when(record))?.fault ?? null, usage: null }
   }
 
   const chat = async (res: ServerResponse, body: ChatBody, record: RecordedUpstreamRequest) => {
@@ -215,7 +269,7 @@ export async function startFakeOpenAIUpstream(
         ),
       )
     }
-    const fault = pickFault(record)
+    const { fault, usage: usageOverride } = pick(record)
     record.fault = fault
     if (fault?.kind === 'hang') return
     if (fault?.kind === 'status') {
@@ -247,15 +301,19 @@ export async function startFakeOpenAIUpstream(
     const cut = all.length > maxTokens
     const text = cut ? decode(all.slice(0, maxTokens)) : full
     const finish = cut ? 'length' : toolName ? 'tool_calls' : 'stop'
-    const completionTokens = tokens(text) * n
+    const reasoningTokens = usageOverride?.reasoning_tokens ?? 0
+    const completionTokens = tokens(text) * n + reasoningTokens
     const prompt = promptTokens(messages)
     const usage = {
       prompt_tokens: prompt,
       completion_tokens: completionTokens,
       total_tokens: prompt + completionTokens,
-      prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+      prompt_tokens_details: {
+        cached_tokens: Math.min(prompt, usageOverride?.cached_tokens ?? 0),
+        audio_tokens: 0,
+      },
       completion_tokens_details: {
-        reasoning_tokens: 0,
+        reasoning_tokens: reasoningTokens,
         audio_tokens: 0,
         accepted_prediction_tokens: 0,
         rejected_prediction_tokens: 0,
@@ -391,15 +449,21 @@ export async function startFakeOpenAIUpstream(
     const headers: Record<string, string> = {}
     for (const [name, value] of Object.entries(req.headers))
       headers[name] = Array.isArray(value) ? value.join(', ') : (value ?? '')
+    const routed = /^(?:\/([a-z0-9_-]+))?(\/v1\/.*)$/.exec(url.pathname)
     const record: RecordedUpstreamRequest = {
       method: req.method ?? 'GET',
-      path: url.pathname,
+      path: routed?.[2] ?? url.pathname,
+      route: routed?.[1] ?? '',
       headers,
       body,
       receivedAt: Date.now(),
       fault: null,
+      closedEarly: false,
     }
     requests.push(record)
+    res.on('close', () => {
+      if (!res.writableFinished) record.closedEarly = true
+    })
 
     if (apiKey !== null && headers.authorization !== `Bearer ${apiKey}`) {
       return sendJson(
@@ -412,14 +476,14 @@ export async function startFakeOpenAIUpstream(
         ),
       )
     }
-    if (req.method === 'GET' && url.pathname === '/v1/models') {
+    if (req.method === 'GET' && record.path === '/v1/models') {
       const ids = options.models ?? ['fake-model']
       return sendJson(res, 200, {
         object: 'list',
         data: ids.map((id) => ({ id, object: 'model', created: 1700000000, owned_by: 'fake-upstream' })),
       })
     }
-    if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
+    if (req.method === 'POST' && record.path === '/v1/chat/completions') {
       if (typeof body !== 'object' || body === null) {
         return sendJson(
           res,
@@ -456,9 +520,13 @@ export async function startFakeOpenAIUpstream(
     failWhen(when, fault) {
       rules.push({ when, fault })
     },
+    script(rule) {
+      scripted.push({ rule, remaining: rule.times ?? Number.POSITIVE_INFINITY })
+    },
     reset() {
       queued = []
       rules = []
+      scripted = []
       requests.length = 0
     },
     stop() {

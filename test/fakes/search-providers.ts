@@ -9,6 +9,9 @@
  * | /tavily     | Tavily   | POST /search {query, max_results (default 5, max 20)}| Bearer (or body api_key)|
  * | /searxng    | SearXNG  | GET /search?q=&format=json (other formats: 403)       | none                    |
  *
+ * Tests in another process script it over HTTP: `/__control/fail`, `/__control/reset`,
+ * `/__control/requests` (see `control` below); `controlUrl` is their base.
+ *
  * Results are deterministic: result i for query q is titled "<Provider> result i: q" with URL
  * https://<provider>.example/<slug(q)>/<i>. Failures are scriptable per provider with `fail()`:
  * HTTP 500, 429 (with Retry-After), 401, a hang that never answers (timeout), a 200 with a body
@@ -41,6 +44,8 @@ export interface RecordedSearchRequest {
 
 export interface SearchProvidersFake {
   url: string
+  /** Base of the control endpoints (`${url}/__control`). */
+  controlUrl: string
   braveBaseUrl: string
   tavilyBaseUrl: string
   searxngBaseUrl: string
@@ -155,8 +160,36 @@ export async function startSearchProvidersFake(
     }
   }
 
+  /**
+   * Control endpoints for tests in another process (the e2e fakes run in vitest's global setup):
+   * POST /__control/fail {provider, failure, times?} scripts a failure; POST /__control/reset
+   * clears failures and the request log; GET /__control/requests returns the request log.
+   */
+  async function control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    if (req.method === 'GET' && path === '/requests') return send(res, 200, { requests })
+    if (req.method === 'POST' && path === '/reset') {
+      scripts.clear()
+      requests.length = 0
+      return send(res, 200, { ok: true })
+    }
+    if (req.method === 'POST' && path === '/fail') {
+      const body = JSON.parse((await readBody(req)) || '{}') as {
+        provider?: SearchProviderId
+        failure?: SearchFailure
+        times?: number
+      }
+      if (!body.provider || !body.failure)
+        return send(res, 400, { error: 'provider and failure are required' })
+      scripts.set(body.provider, { failure: body.failure, remaining: body.times ?? Number.POSITIVE_INFINITY })
+      return send(res, 200, { ok: true })
+    }
+    return send(res, 404, { error: 'unknown control endpoint' })
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake')
+    if (url.pathname.startsWith('/__control/'))
+      return control(req, res, url.pathname.slice('/__control'.length))
     const provider = (['brave', 'tavily', 'searxng'] as const).find((p) => url.pathname.startsWith(`/${p}/`))
     if (!provider) {
       send(res, 404, { error: 'not found' })
@@ -307,6 +340,7 @@ export async function startSearchProvidersFake(
 
   return {
     url,
+    controlUrl: `${url}/__control`,
     braveBaseUrl: `${url}/brave`,
     tavilyBaseUrl: `${url}/tavily`,
     searxngBaseUrl: `${url}/searxng`,

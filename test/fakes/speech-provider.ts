@@ -37,6 +37,8 @@ export interface RecordedTranscription {
 
 export interface SpeechProviderFake {
   url: string
+  /** Base of the control endpoints (`${url}/__control`). */
+  controlUrl: string
   /** `${url}/v1`: what an OpenAI-compatible client takes as its base URL. */
   baseUrl: string
   apiKey: string | undefined
@@ -82,8 +84,46 @@ export async function startSpeechProviderFake(
 
   const state = { transcript: options.transcript }
 
+  /**
+   * Control endpoints for tests in another process: POST /__control/fail {failure, times?},
+   * POST /__control/reset, POST /__control/transcript {transcript: string | null},
+   * GET /__control/requests.
+   */
+  async function control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' })
+      res.end(JSON.stringify(body))
+    }
+    if (req.method === 'GET' && path === '/requests') return json(200, { requests })
+    const body =
+      req.method === 'POST'
+        ? (JSON.parse((await readBody(req)).toString('utf8') || '{}') as Record<string, unknown>)
+        : {}
+    if (req.method === 'POST' && path === '/reset') {
+      script = undefined
+      requests.length = 0
+      state.transcript = options.transcript
+      return json(200, { ok: true })
+    }
+    if (req.method === 'POST' && path === '/fail') {
+      if (typeof body.failure !== 'string') return json(400, { error: 'failure is required' })
+      script = {
+        failure: body.failure as SpeechFailure,
+        remaining: typeof body.times === 'number' ? body.times : Number.POSITIVE_INFINITY,
+      }
+      return json(200, { ok: true })
+    }
+    if (req.method === 'POST' && path === '/transcript') {
+      state.transcript = typeof body.transcript === 'string' ? body.transcript : undefined
+      return json(200, { ok: true })
+    }
+    return json(404, { error: 'unknown control endpoint' })
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake')
+    if (url.pathname.startsWith('/__control/'))
+      return control(req, res, url.pathname.slice('/__control'.length))
     if (url.pathname !== '/v1/audio/transcriptions') {
       openAiError(res, 404, `Invalid URL (${req.method} ${url.pathname})`, null, null)
       return
@@ -235,6 +275,7 @@ export async function startSpeechProviderFake(
 
   return {
     url,
+    controlUrl: `${url}/__control`,
     baseUrl: `${url}/v1`,
     apiKey: options.apiKey,
     env,

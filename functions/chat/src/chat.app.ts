@@ -1,6 +1,7 @@
 import { createFamilyApp } from '../../../shared/worker/family-app'
-import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
+import type { ChatEnv } from './chat.context'
+import { completionRoutes } from './completions'
 
-export const chatApp = createFamilyApp<object>()
+export const chatApp = createFamilyApp<ChatEnv>()
 
-answerUnreleasedRoutes(chatApp, 'chat')
+completionRoutes(chatApp)

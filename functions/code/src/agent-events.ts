@@ -9,6 +9,7 @@
  */
 import { z } from 'zod'
 import { AppError } from '../../../shared/http/errors'
+import { FILE_OPS, fileChangeProblems, fileChangeShape } from './file-changes'
 import { AGENT_MODES, EFFORTS } from './turn.schemas'
 
 export const EVENT_VERSION = 1
@@ -16,15 +17,11 @@ export const EVENT_VERSION = 1
 export const HEARTBEAT_INTERVAL_MS = 15_000
 
 const id = z.string().min(1).max(256)
-const hash = z
-  .string()
-  .regex(/^sha256:[0-9a-f]{64}$/, { error: 'hashes are "sha256:" + 64 lowercase hex digits' })
 const errorBody = z.object({ code: z.string().min(1), message: z.string().min(1) }).strict()
 const count = z.int().min(0)
 
 export const TOOL_EXECUTORS = ['server', 'client', 'mcp'] as const
 export const TOOL_CALL_STATUSES = ['running', 'completed', 'failed', 'denied'] as const
-export const FILE_OPS = ['create', 'modify', 'delete', 'rename'] as const
 export const PLAN_STEP_STATUSES = ['pending', 'in_progress', 'completed', 'cancelled'] as const
 export const DECIDERS = ['user', 'mode_policy', 'expiry'] as const
 /**
@@ -38,6 +35,7 @@ export const STOP_REASONS = [
   'awaiting_client_tool',
   'max_tool_rounds',
   'refusal',
+  'budget_exhausted',
 ] as const
 
 export const TokenUsageSchema = z
@@ -129,53 +127,9 @@ export const EventData = {
       }
     }),
   'file.delta': z
-    .object({
-      call_id: id.optional(),
-      path: z.string().min(1),
-      op: z.enum(FILE_OPS),
-      from_path: z.string().min(1).optional(),
-      diff: z.string(),
-      base_hash: hash.nullable(),
-      new_hash: hash.nullable(),
-    })
+    .object({ call_id: id.optional(), ...fileChangeShape })
     .strict()
-    .superRefine((data, ctx) => {
-      if (data.op === 'create' && data.base_hash !== null) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['base_hash'],
-          message: 'a created file has no base (base_hash null)',
-        })
-      }
-      if (data.op === 'delete' && data.new_hash !== null) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['new_hash'],
-          message: 'a deleted file has no new content (new_hash null)',
-        })
-      }
-      if (data.op !== 'create' && data.base_hash === null) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['base_hash'],
-          message: `a ${data.op} names the content it applies to`,
-        })
-      }
-      if (data.op !== 'delete' && data.new_hash === null) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['new_hash'],
-          message: `a ${data.op} names the content it produces`,
-        })
-      }
-      if ((data.op === 'rename') !== (data.from_path !== undefined)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['from_path'],
-          message: 'from_path is present exactly for renames',
-        })
-      }
-    }),
+    .superRefine(fileChangeProblems),
   'turn.diff': z
     .object({
       diff: z.string(),
@@ -372,16 +326,16 @@ export async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenera
  * last stored seq (0 for a new run), persists each event it returns, then writes the line.
  */
 export class EventSequencer {
+  readonly runId: string
   private last: number
+  private readonly now: () => Date
 
-  constructor(
-    readonly runId: string,
-    lastSeq: number,
-    private readonly now: () => Date = () => new Date(),
-  ) {
+  constructor(runId: string, lastSeq: number, now: () => Date = () => new Date()) {
     if (!Number.isInteger(lastSeq) || lastSeq < 0)
       throw new Error(`lastSeq must be an integer >= 0 (got ${lastSeq})`)
+    this.runId = runId
     this.last = lastSeq
+    this.now = now
   }
 
   get lastSeq(): number {
@@ -413,7 +367,11 @@ export class EventSequencer {
   }
 
   /** A heartbeat for a connection whose last written event had `lastWrittenSeq` (not stored). */
-  heartbeat(turnId: string, lastWrittenSeq: number): AgentEventOf<'heartbeat'> {
+  heartbeat(
+    turnId: string,
+    lastWrittenSeq: number,
+    intervalMs: number = HEARTBEAT_INTERVAL_MS,
+  ): AgentEventOf<'heartbeat'> {
     return {
       v: EVENT_VERSION,
       seq: lastWrittenSeq,
@@ -421,7 +379,7 @@ export class EventSequencer {
       turn_id: turnId,
       ts: this.now().toISOString(),
       type: 'heartbeat',
-      data: { interval_ms: HEARTBEAT_INTERVAL_MS },
+      data: { interval_ms: intervalMs },
     }
   }
 }

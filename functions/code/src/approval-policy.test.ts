@@ -93,3 +93,16 @@ describe('clientToolExecutor', () => {
     expect(clientToolExecutor({ name: 'mcp__github__create_issue', tags: [] })).toBe('mcp')
   })
 })
+
+describe('update_plan', () => {
+  it.each(['manual', 'plan', 'edit', 'auto'] as const)(
+    'runs without asking in %s mode: it only reports the plan',
+    (mode) => {
+      expect(isServerTool('update_plan')).toBe(true)
+      expect(decideApproval(mode, { executor: 'server', name: 'update_plan' })).toMatchObject({
+        decision: 'auto_approve',
+        effect: 'none',
+      })
+    },
+  )
+})

@@ -2,7 +2,8 @@
  * The approval matrix of svc.code.v1: given the turn's `mode` and a tool the model wants to call,
  * decide whether the call runs at once, waits for the user, or is refused.
  *
- * Every tool is first reduced to one effect class. Server tools have a fixed class; client tools
+ * Every tool is first reduced to one effect class. Server tools have a fixed class (`web_search`
+ * is read_only; `update_plan` is `none`: it only reports the plan to the user); client tools
  * (including the MCP tools a host forwards) are classified by their `tags`:
  *
  * | tag (case-insensitive, `_`/space = `-`)                      | effect        |
@@ -20,6 +21,7 @@
  *
  * | effect         | manual  | plan    | edit    | auto    |
  * |----------------|---------|---------|---------|---------|
+ * | none           | auto    | auto    | auto    | auto    |
  * | read_only      | require | auto    | auto    | auto    |
  * | network        | require | require | require | auto    |
  * | edit           | require | refuse  | require | auto    |
@@ -31,7 +33,14 @@
  */
 import type { AgentMode, ClientTool } from './turn.schemas'
 
-export type ToolEffect = 'read_only' | 'network' | 'edit' | 'execute' | 'destructive' | 'unclassified'
+export type ToolEffect =
+  | 'none'
+  | 'read_only'
+  | 'network'
+  | 'edit'
+  | 'execute'
+  | 'destructive'
+  | 'unclassified'
 export type ApprovalDecisionKind = 'auto_approve' | 'require_approval' | 'refuse'
 
 export interface ApprovalDecision {
@@ -44,6 +53,11 @@ export interface ApprovalDecision {
 /** Tools the plane itself executes, with their effect class. */
 export const SERVER_TOOLS = {
   web_search: { effect: 'read_only', description: 'Searches the web and returns titled results with URLs.' },
+  update_plan: {
+    effect: 'none',
+    description:
+      'Shows the user your plan for this task: the full list of steps, each pending, in_progress, completed or cancelled. Call it again with the whole list whenever a step changes.',
+  },
 } as const satisfies Record<string, { effect: ToolEffect; description: string }>
 
 export type ServerToolName = keyof typeof SERVER_TOOLS
@@ -68,6 +82,7 @@ const TAG_EFFECTS: Record<string, Exclude<ToolEffect, 'unclassified'>> = {
 }
 
 const RISK: Record<ToolEffect, number> = {
+  none: -1,
   read_only: 0,
   network: 1,
   edit: 2,
@@ -116,6 +131,7 @@ export function classifyTool(tool: PolicyTool): ToolEffect {
 
 const MATRIX: Record<AgentMode, Record<ToolEffect, ApprovalDecisionKind>> = {
   manual: {
+    none: 'auto_approve',
     read_only: 'require_approval',
     network: 'require_approval',
     edit: 'require_approval',
@@ -124,6 +140,7 @@ const MATRIX: Record<AgentMode, Record<ToolEffect, ApprovalDecisionKind>> = {
     destructive: 'require_approval',
   },
   plan: {
+    none: 'auto_approve',
     read_only: 'auto_approve',
     network: 'require_approval',
     edit: 'refuse',
@@ -132,6 +149,7 @@ const MATRIX: Record<AgentMode, Record<ToolEffect, ApprovalDecisionKind>> = {
     destructive: 'refuse',
   },
   edit: {
+    none: 'auto_approve',
     read_only: 'auto_approve',
     network: 'require_approval',
     edit: 'require_approval',
@@ -140,6 +158,7 @@ const MATRIX: Record<AgentMode, Record<ToolEffect, ApprovalDecisionKind>> = {
     destructive: 'require_approval',
   },
   auto: {
+    none: 'auto_approve',
     read_only: 'auto_approve',
     network: 'auto_approve',
     edit: 'auto_approve',
@@ -150,6 +169,7 @@ const MATRIX: Record<AgentMode, Record<ToolEffect, ApprovalDecisionKind>> = {
 }
 
 const EFFECT_WORDS: Record<ToolEffect, string> = {
+  none: 'only updates the plan shown to the user',
   read_only: 'read-only',
   network: 'network access',
   edit: 'edits files',

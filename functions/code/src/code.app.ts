@@ -1,6 +1,13 @@
 import { createFamilyApp } from '../../../shared/worker/family-app'
-import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
+import type { CodeEnv } from './code.context'
+import { runRoutes } from './runs'
+import { searchRoutes } from './search'
+import { transcribeRoutes } from './transcribe'
+import { turnRoutes } from './turns'
 
-export const codeApp = createFamilyApp<object>()
+export const codeApp = createFamilyApp<CodeEnv>()
 
-answerUnreleasedRoutes(codeApp, 'code')
+turnRoutes(codeApp)
+runRoutes(codeApp)
+searchRoutes(codeApp)
+transcribeRoutes(codeApp)

@@ -1,6 +1,9 @@
 import { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
 import { codeApp } from './code.app'
+import type { CodeEnv } from './code.context'
 
-export default class CodeWorker extends FamilyEntrypoint {
+export { AgentRun } from '../../../durable-objects/agent-run.do'
+
+export default class CodeWorker extends FamilyEntrypoint<CodeEnv> {
   protected readonly app = codeApp
 }

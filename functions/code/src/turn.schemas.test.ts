@@ -324,3 +324,63 @@ describe('assertAnswersPending', () => {
     expect(code(() => assertAnswersPending({ approvals: [], toolCalls: [] }, {}))).toBe('none')
   })
 })
+
+describe('tool_results[].file_changes', () => {
+  const H = `sha256:${'a'.repeat(64)}`
+  const withChanges = (changes: unknown[]) => ({
+    ...valid(),
+    tool_results: [{ call_id: 'call_1', output: 'ok', file_changes: changes }],
+  })
+
+  it('accepts the changes a client reports for an edit it ran', () => {
+    const req = parseTurnRequest(
+      withChanges([
+        { path: 'a.ts', op: 'create', diff: '+x\n', base_hash: null, new_hash: H },
+        { path: 'b.ts', from_path: 'c.ts', op: 'rename', diff: '', base_hash: H, new_hash: H },
+      ]),
+    )
+    expect(req.tool_results?.[0]?.file_changes).toHaveLength(2)
+  })
+
+  it.each([
+    [
+      { path: 'a.ts', op: 'create', diff: '', base_hash: H, new_hash: H },
+      'tool_results[0].file_changes[0].base_hash',
+    ],
+    [
+      { path: 'a.ts', op: 'delete', diff: '', base_hash: H, new_hash: H },
+      'tool_results[0].file_changes[0].new_hash',
+    ],
+    [
+      { path: 'a.ts', op: 'modify', diff: '', base_hash: 'md5:1', new_hash: H },
+      'tool_results[0].file_changes[0].base_hash',
+    ],
+    [
+      { path: 'a.ts', op: 'rename', diff: '', base_hash: H, new_hash: H },
+      'tool_results[0].file_changes[0].from_path',
+    ],
+  ])('refuses %j at %s', (change, param) => {
+    expect(rejection(withChanges([change])).param).toBe(param)
+  })
+})
+
+describe('assertAnswersPending with optional answers', () => {
+  it('accepts but does not require answers the mode settles or results of calls approved now', () => {
+    const pending = {
+      approvals: [],
+      toolCalls: [],
+      optionalApprovals: ['ap_1'],
+      optionalToolCalls: ['call_1'],
+    }
+    expect(() => assertAnswersPending(pending, {})).not.toThrow()
+    expect(() =>
+      assertAnswersPending(pending, {
+        approvals: [{ approval_id: 'ap_1', decision: 'approve' }],
+        tool_results: [{ call_id: 'call_1', output: 'ran', is_error: false }],
+      }),
+    ).not.toThrow()
+    expect(() =>
+      assertAnswersPending(pending, { tool_results: [{ call_id: 'call_2', output: 'x', is_error: false }] }),
+    ).toThrow(/call_2.*pending: call_1/)
+  })
+})

@@ -12,6 +12,7 @@ import { MODEL_ALIASES, type ModelAlias } from '../../../shared/catalog/model-al
 import { AppError } from '../../../shared/http/errors'
 import { isServerTool } from './approval-policy'
 import { jsonSchemaProblems } from './client-tools'
+import { FileChangeSchema, MAX_FILE_CHANGES } from './file-changes'
 
 export const AGENT_PROTOCOL = 'svc.code.v1'
 export const AGENT_MODES = ['manual', 'plan', 'edit', 'auto'] as const
@@ -76,6 +77,11 @@ export const ToolResultSchema = z
     call_id: identifier('call_id'),
     output: z.union([z.string(), z.array(z.unknown()), object()]),
     is_error: z.boolean().default(false),
+    /** What the tool changed in the caller's files; each becomes a `file.delta` event. */
+    file_changes: z
+      .array(FileChangeSchema)
+      .max(MAX_FILE_CHANGES, { error: `file_changes must have at most ${MAX_FILE_CHANGES} elements` })
+      .optional(),
   })
   .strict()
 export type ToolResult = z.infer<typeof ToolResultSchema>
@@ -308,15 +314,25 @@ export function assertSameTurnBody(storedHash: string, incomingHash: string, tur
 }
 
 export interface PendingWork {
-  /** approval_id values of approvals the run is waiting for. */
+  /** approval_id values of approvals that must be answered in this turn. */
   approvals: readonly string[]
-  /** call_id values of client tool calls the run is waiting for. */
+  /** call_id values of client tool calls whose result must be returned in this turn. */
   toolCalls: readonly string[]
+  /**
+   * Ids that may be answered but need not be: approvals the turn's mode settles by itself, and
+   * client calls whose approval is being granted in this same turn (the client ran them already).
+   */
+  optionalApprovals?: readonly string[]
+  optionalToolCalls?: readonly string[]
+}
+
+function pendingList(ids: readonly string[]): string {
+  return ids.length > 0 ? ` (pending: ${ids.join(', ')})` : ' (nothing is pending)'
 }
 
 /**
- * Checks a continuation turn against what the run is waiting for: every pending approval and
- * client tool call must be answered, and nothing else may be. Throws AppError 400 naming the
+ * Checks a continuation turn against what the run is waiting for: every required approval and
+ * client tool result must be there, and nothing unknown may be. Throws AppError 400 naming the
  * missing or unknown ids (the run's state is unchanged, so the client can resend).
  */
 export function assertAnswersPending(
@@ -325,21 +341,23 @@ export function assertAnswersPending(
 ): void {
   const approvals = request.approvals ?? []
   const results = request.tool_results ?? []
-  const unknownApproval = approvals.findIndex((a) => !pending.approvals.includes(a.approval_id))
+  const allowedApprovals = [...pending.approvals, ...(pending.optionalApprovals ?? [])]
+  const allowedResults = [...pending.toolCalls, ...(pending.optionalToolCalls ?? [])]
+  const unknownApproval = approvals.findIndex((a) => !allowedApprovals.includes(a.approval_id))
   if (unknownApproval >= 0) {
     throw new AppError(
       400,
       'unknown_approval',
-      `approvals[${unknownApproval}].approval_id ${JSON.stringify(approvals[unknownApproval]?.approval_id)} is not pending in this run${pending.approvals.length > 0 ? ` (pending: ${pending.approvals.join(', ')})` : ' (nothing is pending)'}`,
+      `approvals[${unknownApproval}].approval_id ${JSON.stringify(approvals[unknownApproval]?.approval_id)} is not pending in this run${pendingList(allowedApprovals)}`,
       { param: `approvals[${unknownApproval}].approval_id` },
     )
   }
-  const unknownResult = results.findIndex((r) => !pending.toolCalls.includes(r.call_id))
+  const unknownResult = results.findIndex((r) => !allowedResults.includes(r.call_id))
   if (unknownResult >= 0) {
     throw new AppError(
       400,
       'unknown_tool_call',
-      `tool_results[${unknownResult}].call_id ${JSON.stringify(results[unknownResult]?.call_id)} is not a pending client tool call in this run${pending.toolCalls.length > 0 ? ` (pending: ${pending.toolCalls.join(', ')})` : ' (nothing is pending)'}`,
+      `tool_results[${unknownResult}].call_id ${JSON.stringify(results[unknownResult]?.call_id)} is not a pending client tool call in this run${pendingList(allowedResults)}`,
       { param: `tool_results[${unknownResult}].call_id` },
     )
   }

@@ -1,0 +1,88 @@
+/**
+ * The product for bench/chat-bench.sh, started exactly as `npm start` does (scripts/stack.ts:
+ * embedded Postgres, migrations, seed, every worker in one workerd through Miniflare's own
+ * socket), with two settings:
+ *
+ * - MODEL_PROVIDERS: every alias → the benchmark's mock upstream (OpenAI-compatible).
+ * - PLAN_CATALOG: the built-in catalog with per-minute limits and the monthly allowance raised
+ *   out of the way (a benchmark sends tens of thousands of requests a minute). The full pipeline
+ *   still runs on every request: API-key auth, the plan checks, the RateLimiter object's rate and
+ *   allowance checks with reservations, metering, the ledger and its batched flush to Postgres.
+ *
+ * Writes the live key to <dataDir>/bench-key. On SIGTERM it waits for the last ledger flush,
+ * prints how many requests the ledger holds for the workspace, and stops.
+ * Usage: tsx bench/chat-stack.ts <port> <upstream base url> <dataDir>
+ */
+import { writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { sql } from 'drizzle-orm'
+import WebSocket from 'ws'
+import { startStack } from '../scripts/stack.ts'
+import { openDatabase, useWebSocketConstructor } from '../shared/db/client.ts'
+import { PLAN_CATALOG_CONFIG } from '../shared/plans/plan-catalog.ts'
+
+const [portArg = '18790', upstreamBase = 'http://127.0.0.1:18080/v1', dataDirArg = '.data/bench-chat'] =
+  process.argv.slice(2)
+const dataDir = path.resolve(dataDirArg)
+
+const providers = {
+  version: 1,
+  providers: [
+    {
+      id: 'mock',
+      kind: 'openai-compatible',
+      baseUrl: upstreamBase,
+      models: Object.fromEntries(
+        ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive', 'svc-swarm'].map((a) => [
+          a,
+          'gpt-4o-mini',
+        ]),
+      ),
+    },
+  ],
+}
+
+const catalog = {
+  ...PLAN_CATALOG_CONFIG,
+  version: '2026-08-02',
+  plans: PLAN_CATALOG_CONFIG.plans.map((plan) => ({
+    ...plan,
+    requestsPerMinute: 1_000_000_000,
+    tokensPerMinute: 1_000_000_000_000,
+    monthlyTokenAllowance: plan.monthlyTokenAllowance === null ? null : 1_000_000_000_000,
+  })),
+}
+
+const stack = await startStack({
+  host: '127.0.0.1',
+  port: Number(portArg),
+  dataDir,
+  bindings: { MODEL_PROVIDERS: JSON.stringify(providers), PLAN_CATALOG: JSON.stringify(catalog) },
+})
+writeFileSync(path.join(dataDir, 'bench-key'), stack.credentials.liveKey)
+console.log(`bench stack ready on ${stack.baseUrl} (tenant ${stack.credentials.tenantId})`)
+
+let stopping = false
+async function stop(): Promise<void> {
+  if (stopping) return
+  stopping = true
+  await new Promise((resolve) => setTimeout(resolve, 3_000))
+  try {
+    const runtime = (await import(path.join(dataDir, 'runtime.json'), { with: { type: 'json' } })) as {
+      default: { database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string } }
+    }
+    useWebSocketConstructor(WebSocket)
+    const database = openDatabase(runtime.default.database, { max: 1 })
+    const result = await database.db.execute<{ rows: string; tokens: string }>(sql`
+      select count(*)::text as rows, coalesce(sum(prompt_tokens + completion_tokens), 0)::text as tokens
+      from usage_ledger where tenant_id = ${stack.credentials.tenantId}::uuid`)
+    console.log(`ledger: ${result.rows[0]?.rows} metered requests, ${result.rows[0]?.tokens} tokens`)
+    await database.close()
+  } catch (err) {
+    console.log(`ledger: could not be read (${String(err)})`)
+  }
+  await stack.stop()
+  process.exit(0)
+}
+process.on('SIGTERM', stop)
+process.on('SIGINT', stop)

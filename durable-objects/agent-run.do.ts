@@ -1,0 +1,644 @@
+/**
+ * AgentRun: one Durable Object per agent run (named by the owning account and the run id), the
+ * durable home of everything the run does. SQLite storage (agent-run.store.ts) holds the event
+ * log, turns, the model conversation, tool calls, approvals and the due-work table; the model
+ * loop (agent-run.loop.ts) runs here, so a cancel can abort it and an alarm can retry it.
+ *
+ * - Append first, then stream: `emit` writes the event row, then writes the line to every live
+ *   follower; the output gate holds those bytes until the write is durable, so no client ever
+ *   sees an event that could be lost. Heartbeats are the only unstored lines.
+ * - Followers: each turn response is a follower of one turn. It gets the stored events after its
+ *   cursor, then live events, and ends after its turn's terminal event. A follower that goes away
+ *   changes nothing: the turn runs on, and the client resumes with `cursor`.
+ * - One alarm drives the due-work table: turn timeouts, approval expiries, model retries, and
+ *   turns interrupted by a restart. Handlers are idempotent (alarms are at-least-once).
+ * - The owner (tenant + principal) is recorded with the first turn; anyone else gets the same
+ *   404 as for a run that does not exist.
+ */
+import { DurableObject } from 'cloudflare:workers'
+import {
+  type AgentEvent,
+  type EventDataOf,
+  EventSequencer,
+  eventsAfterCursor,
+  isTerminal,
+  nextRunState,
+  ZERO_USAGE,
+} from '../functions/code/src/agent-events'
+import {
+  type AgentSettings,
+  agentSettingsFromEnv,
+  turnOutputBudget,
+} from '../functions/code/src/agent-settings'
+import type { CodeEnv } from '../functions/code/src/code.context'
+import type { RunStatus } from '../functions/code/src/runs.schemas'
+import { assertAnswersPending, type TurnRequest } from '../functions/code/src/turn.schemas'
+import type { TurnPlan } from '../functions/code/src/turn-plan'
+import { modelEntry } from '../shared/catalog/model-catalog'
+import { AppError, toAppError } from '../shared/http/errors'
+import { type MeterGrant, meteringUnavailable, openMeter } from '../shared/metering'
+import type { Identity } from '../shared/worker/request-context'
+import {
+  type AnswerPlan,
+  type DurableEventType,
+  expireApprovals,
+  type LoopHost,
+  pendingState,
+  planAnswers,
+  type TurnExecution,
+  TurnLoop,
+  transcriptMessages,
+} from './agent-run.loop'
+import { type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
+
+/** Who is asking: the run's owner must match exactly. */
+export interface RunOwner {
+  tenantId: string
+  principalId: string
+}
+
+/** One posted turn, validated by the code worker. */
+export interface TurnCall {
+  owner: RunOwner
+  /** The caller, for metering the turn against its tenant's limits. */
+  identity: Identity
+  runId: string
+  request: TurnRequest
+  bodyHash: string
+  plan: TurnPlan
+}
+
+type NewTurnCheck = { kind: 'new'; answers: AnswerPlan; now: number }
+type TurnCheck = { kind: 'reattach'; turn: TurnRow } | NewTurnCheck
+
+/** Tokens reserved when a turn is admitted: its output budget plus its own text (settled later). */
+export function estimatedTurnTokens(plan: TurnPlan): number {
+  return (
+    turnOutputBudget(plan.effort ?? undefined, modelEntry(plan.model).max_output_length) +
+    Math.ceil(JSON.stringify(plan).length / 4)
+  )
+}
+
+/** Errors cross RPC as data (an AppError's class does not survive serialisation). */
+export interface RunErrorData {
+  status: number
+  code: string
+  message: string
+  param: string | null
+}
+
+export type RunReply = { ok: true; run: RunStatus } | { ok: false; error: RunErrorData }
+
+/** Logs what the object could not handle (5xx); the detail never reaches a client. */
+function logServerError(e: AppError): void {
+  if (e.status < 500) return
+  console.error(JSON.stringify({ level: 'error', code: e.code, detail: e.internalMessage ?? e.message }))
+}
+
+export function errorData(err: unknown): RunErrorData {
+  const e = toAppError(err)
+  logServerError(e)
+  return { status: e.status, code: e.code, message: e.message, param: e.param }
+}
+
+export function runNotFound(param = 'runId'): AppError {
+  return new AppError(
+    404,
+    'run_not_found',
+    'No agent run with this id exists for this account. Check the run id (it is in every event as run_id) and that you use the credential that started the run.',
+    { param },
+  )
+}
+
+export const NDJSON_HEADERS = {
+  'content-type': 'application/x-ndjson; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+} as const
+
+const encoder = new TextEncoder()
+
+/** One connection following one turn. */
+class Follower {
+  private timer: ReturnType<typeof setTimeout> | undefined
+  private closed = false
+
+  constructor(
+    private readonly controller: ReadableStreamDefaultController<Uint8Array>,
+    readonly turnId: string,
+    /** seq of the last event written on this connection (the cursor before any). */
+    private lastSeq: number,
+    private readonly heartbeat: (turnId: string, lastSeq: number) => string,
+    private readonly heartbeatMs: number,
+  ) {}
+
+  write(bytes: Uint8Array, seq: number): void {
+    if (this.closed) return
+    this.controller.enqueue(bytes)
+    this.lastSeq = seq
+    this.arm()
+  }
+
+  arm(): void {
+    if (this.closed) return
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer = setTimeout(() => {
+      if (this.closed) return
+      this.controller.enqueue(encoder.encode(this.heartbeat(this.turnId, this.lastSeq)))
+      this.arm()
+    }, this.heartbeatMs)
+  }
+
+  close(): void {
+    this.stop()
+    try {
+      this.controller.close()
+    } catch {
+      // The reader already went away.
+    }
+  }
+
+  stop(): void {
+    this.closed = true
+    if (this.timer !== undefined) clearTimeout(this.timer)
+  }
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString()
+}
+
+export class AgentRun extends DurableObject<CodeEnv> implements LoopHost {
+  readonly store: RunStore
+  private readonly loop: TurnLoop
+  private readonly followers = new Set<Follower>()
+  private execution: TurnExecution | null = null
+
+  constructor(ctx: DurableObjectState, env: CodeEnv) {
+    super(ctx, env)
+    this.store = new RunStore(ctx.storage.sql)
+    this.loop = new TurnLoop(this)
+    void ctx.blockConcurrencyWhile(async () => {
+      this.store.migrate()
+      // A new instance never has a loop in memory: a turn stored as running was cut off by a
+      // restart, unless it is only waiting for its retry alarm.
+      const run = this.store.run()
+      const turnId = run?.state === 'running' ? run.active_turn_id : null
+      if (turnId) {
+        const waiting = this.store.allDueWork().some((w) => w.kind === 'model_retry' && w.ref === turnId)
+        if (!waiting) this.store.schedule('turn_interrupted', turnId, Date.now())
+      }
+      await this.armAlarm()
+    })
+  }
+
+  get workerEnv(): CodeEnv {
+    return this.env
+  }
+
+  get settings(): AgentSettings {
+    return agentSettingsFromEnv(this.env)
+  }
+
+  now(): number {
+    return Date.now()
+  }
+
+  // --- LoopHost ---------------------------------------------------------------------------------
+
+  emit<T extends DurableEventType>(turnId: string, type: T, data: EventDataOf<T>): void {
+    const runId = this.store.runId()
+    if (!runId) throw new Error('emit before the run exists')
+    const event: AgentEvent = new EventSequencer(runId, this.store.lastSeq()).next(turnId, type, data)
+    const line = lineOf(event)
+    this.store.appendEvent(event.seq, turnId, type, line)
+    const bytes = encoder.encode(line)
+    const ends = isTerminal(type)
+    for (const follower of this.followers) {
+      follower.write(bytes, event.seq)
+      if (ends && follower.turnId === turnId) {
+        follower.close()
+        this.followers.delete(follower)
+      }
+    }
+  }
+
+  // --- RPC: turns -------------------------------------------------------------------------------
+
+  /**
+   * POST /svc/code/v1/turns for this run: a reattach to an existing turn, or a new turn. A new turn
+   * is checked (400/409, nothing written), admitted by the tenant's RateLimiter (402/403/429 with
+   * the action-required body, 503 when it cannot be asked), then checked again and accepted: the
+   * admission awaited the limiter, and another request may have changed the run meanwhile.
+   */
+  async postTurn(call: TurnCall): Promise<Response> {
+    try {
+      const first = this.checkTurn(call)
+      if (first.kind === 'reattach') return this.follow(call.runId, first.turn, call.request.cursor ?? 0)
+      const meter = openMeter(this.env.RATE_LIMITER, call.identity, 'code.turns')
+      let grant: MeterGrant
+      try {
+        grant = await meter.acquire({
+          requestId: `agent-turn:${call.runId}:${call.bodyHash.slice(7, 39)}`,
+          model: call.plan.model,
+          estimatedTokens: estimatedTurnTokens(call.plan),
+        })
+      } catch (err) {
+        throw err instanceof AppError
+          ? err
+          : meteringUnavailable(err instanceof Error ? err.message : String(err))
+      }
+      const release = () => void meter.settle(grant, { usage: null, estimated: false, provider: 'none' })
+      let response: Response
+      try {
+        const second = this.checkTurn(call)
+        if (second.kind === 'reattach') {
+          release()
+          return this.follow(call.runId, second.turn, call.request.cursor ?? 0)
+        }
+        response = this.acceptTurn(call, second, { identity: call.identity, grant })
+      } catch (err) {
+        release()
+        throw err
+      }
+      await this.armAlarm()
+      for (const [name, value] of Object.entries(grant.headers)) response.headers.set(name, value)
+      return response
+    } catch (err) {
+      const error = toAppError(err)
+      logServerError(error)
+      return error.toResponse()
+    }
+  }
+
+  private owns(run: RunRow, owner: RunOwner): boolean {
+    return run.tenant_id === owner.tenantId && run.principal_id === owner.principalId
+  }
+
+  /** Every check of a posted turn, without writing anything. */
+  private checkTurn(call: TurnCall): TurnCheck {
+    const { store } = this
+    const { request, plan } = call
+    const settings = this.settings
+    const run = store.run()
+    if (run && !this.owns(run, call.owner)) throw runNotFound('run_id')
+    const cursor = request.cursor ?? 0
+    const head = store.lastSeq()
+    const existing = run ? store.turn(request.turn_id) : null
+    if (existing && existing.body_hash !== call.bodyHash) {
+      throw new AppError(
+        409,
+        'turn_id_reused',
+        `turn_id ${JSON.stringify(request.turn_id)} was already used in this run with a different request body; resend the original body to reattach, or use a new turn_id`,
+        { param: 'turn_id' },
+      )
+    }
+    eventsAfterCursor([], cursor, head)
+    if (existing) return { kind: 'reattach', turn: existing }
+
+    const now = this.now()
+    const pending = run ? pendingState(store, now) : { approvals: [], awaitingResults: [], expired: [] }
+    const answers = planAnswers(store, pending, plan, request.approvals ?? [])
+    const owes = answers.requiredApprovals.length + answers.requiredResults.length > 0
+    const answered = (request.approvals?.length ?? 0) + (request.tool_results?.length ?? 0) > 0
+    nextRunState(run?.state, { kind: 'turn_posted', answersPending: !owes || answered })
+    if (
+      run &&
+      (run.usage_json.total_tokens >= settings.runMaxTokens || run.cost_usd >= settings.runMaxCostUsd)
+    ) {
+      throw new AppError(
+        409,
+        'run_budget_exhausted',
+        `this run has used ${run.usage_json.total_tokens} tokens ($${run.cost_usd.toFixed(4)}) of its cap (${settings.runMaxTokens} tokens, $${settings.runMaxCostUsd}); start a new run to continue`,
+      )
+    }
+    assertAnswersPending(
+      {
+        approvals: answers.requiredApprovals,
+        toolCalls: answers.requiredResults,
+        optionalApprovals: answers.optionalApprovals,
+        optionalToolCalls: answers.optionalResults,
+      },
+      request,
+    )
+    const continuing = answered || pending.expired.length > 0 || answers.decisions.size > 0
+    if (request.request.trim() === '' && !continuing) {
+      throw new AppError(
+        400,
+        'empty_request',
+        'request must not be empty: say what the agent should do (it may be empty only on a turn that answers approvals or returns tool results)',
+        { param: 'request' },
+      )
+    }
+    return { kind: 'new', answers, now }
+  }
+
+  /** Writes the new turn, applies its answers and starts its loop (synchronous up to the loop). */
+  private acceptTurn(call: TurnCall, check: NewTurnCheck, meter: TurnMeter): Response {
+    const { store } = this
+    const { request, plan } = call
+    const { answers, now } = check
+    const head = store.lastSeq()
+    expireApprovals(store, now)
+    if (!store.run()) {
+      store.createRun({
+        runId: call.runId,
+        tenantId: call.owner.tenantId,
+        principalId: call.owner.principalId,
+        testMode: plan.test_mode,
+        sessionId: plan.session_id,
+        model: plan.model,
+        mode: plan.mode,
+        now,
+        usage: ZERO_USAGE,
+      })
+      for (const message of transcriptMessages(request.transcript)) store.addMessage(request.turn_id, message)
+    }
+    store.setRunTurnSettings(plan.model, plan.mode, plan.session_id)
+    store.insertTurn({
+      turnId: request.turn_id,
+      bodyHash: call.bodyHash,
+      plan,
+      startedSeq: head + 1,
+      now,
+      usage: ZERO_USAGE,
+      meter,
+    })
+    store.setRunState('running', now, request.turn_id)
+    store.schedule('turn_timeout', request.turn_id, now + this.settings.turnTimeoutMs)
+    const exec: TurnExecution = { turnId: request.turn_id, controller: new AbortController() }
+    this.emit(request.turn_id, 'turn.started', {
+      session_id: plan.session_id,
+      model: plan.model,
+      mode: plan.mode,
+      effort: plan.effort,
+      enable_thinking: plan.enable_thinking,
+    })
+    this.loop.applyAnswers(exec, plan, answers, request.tool_results ?? [])
+    const turn = store.turn(request.turn_id)
+    if (!turn) throw new Error('the turn was not stored')
+    const response = this.follow(call.runId, turn, request.cursor ?? 0)
+    this.start(exec)
+    return response
+  }
+
+  /** Settles the turn's metering admission with what the turn used. */
+  turnEnded(turnId: string): void {
+    const turn = this.store.turn(turnId)
+    if (!turn?.meter_json) return
+    const { identity, grant } = turn.meter_json
+    const usage = turn.usage_json
+    // Stored as the client returned it (agent-run.store.ts keeps its fields as they are).
+    void openMeter(this.env.RATE_LIMITER, identity, 'code.turns').settle(grant as unknown as MeterGrant, {
+      usage:
+        usage.total_tokens === 0
+          ? null
+          : {
+              promptTokens: usage.input_tokens,
+              completionTokens: usage.output_tokens,
+              totalTokens: usage.total_tokens,
+              cachedTokens: usage.cached_input_tokens,
+              reasoningTokens: usage.reasoning_tokens,
+            },
+      estimated: turn.usage_estimated,
+      provider: turn.provider ?? 'none',
+    })
+  }
+
+  /** Runs the loop of a turn in the background; the turn's own events end it. */
+  private start(exec: TurnExecution): void {
+    this.execution = exec
+    const run = async () => {
+      try {
+        // Let the accepted turn's writes commit first, so its first events leave through the
+        // output gate now rather than after the first model round.
+        await this.ctx.storage.sync()
+        await this.loop.drive(exec)
+      } finally {
+        if (this.execution === exec) this.execution = null
+        await this.armAlarm()
+      }
+    }
+    run().catch((err: unknown) => errorData(err))
+  }
+
+  /** Aborts the turn's loop (its upstream call with it) and counts what that call used so far. */
+  private stopExecution(turnId: string): void {
+    const exec = this.execution
+    if (exec?.turnId !== turnId) return
+    exec.controller.abort(new Error('turn stopped'))
+    this.execution = null
+    this.loop.chargeStoppedCall(exec)
+  }
+
+  /** A response following `turn`: stored events after `cursor`, then live ones until it ends. */
+  private follow(runId: string, turn: TurnRow, cursor: number): Response {
+    const upTo = turn.terminal_seq ?? this.store.lastSeq()
+    const lines = this.store.eventLines(cursor, upTo)
+    const ended = turn.terminal_seq !== null
+    const heartbeatMs = this.settings.heartbeatMs
+    let follower: Follower | undefined
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        for (const line of lines) controller.enqueue(encoder.encode(line))
+        if (ended) {
+          controller.close()
+          return
+        }
+        follower = new Follower(
+          controller,
+          turn.turn_id,
+          Math.max(cursor, upTo),
+          (turnId, lastSeq) =>
+            lineOf(new EventSequencer(runId, lastSeq).heartbeat(turnId, lastSeq, heartbeatMs)),
+          heartbeatMs,
+        )
+        this.followers.add(follower)
+        follower.arm()
+      },
+      cancel: () => {
+        if (!follower) return
+        follower.stop()
+        this.followers.delete(follower)
+      },
+    })
+    return new Response(body, { headers: { ...NDJSON_HEADERS, 'x-svc-run-id': runId } })
+  }
+
+  // --- RPC: status and cancel -------------------------------------------------------------------
+
+  async status(owner: RunOwner): Promise<RunReply> {
+    try {
+      const run = this.store.run()
+      if (!run || !this.owns(run, owner)) throw runNotFound()
+      return { ok: true, run: this.statusOf(run) }
+    } catch (err) {
+      return { ok: false, error: errorData(err) }
+    }
+  }
+
+  /** DELETE: running or waiting -> cancelled (the live turn ends with `turn.cancelled`). */
+  async cancel(owner: RunOwner, reason: string): Promise<RunReply> {
+    try {
+      const run = this.store.run()
+      if (!run || !this.owns(run, owner)) throw runNotFound()
+      nextRunState(run.state, { kind: 'cancel' })
+      const now = this.now()
+      if (run.state === 'running' && run.active_turn_id) {
+        this.stopExecution(run.active_turn_id)
+        this.loop.cancel(run.active_turn_id, reason, 'user')
+      }
+      for (const approval of this.store.approvalsIn('pending')) {
+        this.store.resolveApproval(approval.approval_id, 'cancelled', null, true)
+        this.store.setToolCallStatus(approval.call_id, 'denied')
+      }
+      for (const call of this.store.toolCallsIn('awaiting_result'))
+        this.store.setToolCallStatus(call.call_id, 'denied')
+      this.store.setRunState('cancelled', now, null)
+      this.store.setCancelReason(reason)
+      this.store.clearDueWork()
+      await this.armAlarm()
+      const after = this.store.run()
+      if (!after) throw new Error('the run row vanished')
+      return { ok: true, run: this.statusOf(after) }
+    } catch (err) {
+      return { ok: false, error: errorData(err) }
+    }
+  }
+
+  private statusOf(run: RunRow): RunStatus {
+    const settings = this.settings
+    const last = this.store.lastTurn()
+    const pending = pendingState(this.store, this.now())
+    return {
+      object: 'agent.run',
+      id: run.run_id,
+      state: run.state,
+      session_id: run.session_id,
+      model: run.model,
+      mode: run.mode as RunStatus['mode'],
+      test_mode: run.test_mode,
+      created_at: iso(run.created_at),
+      updated_at: iso(run.updated_at),
+      last_seq: this.store.lastSeq(),
+      turn_count: this.store.turnCount(),
+      last_turn: last
+        ? {
+            turn_id: last.turn_id,
+            state: last.state,
+            stop_reason: (last.stop_reason as NonNullable<RunStatus['last_turn']>['stop_reason']) ?? null,
+            started_at: iso(last.started_at),
+            ended_at: last.ended_at === null ? null : iso(last.ended_at),
+          }
+        : null,
+      pending_approvals: pending.approvals.map((a) => ({
+        approval_id: a.approval_id,
+        call_id: a.call_id,
+        tool_name: this.store.toolCall(a.call_id)?.name ?? '',
+        reason: a.reason,
+        expires_at: iso(a.expires_at),
+      })),
+      pending_tool_calls: pending.awaitingResults.map((c) => ({
+        call_id: c.call_id,
+        name: c.name,
+        executor: c.executor === 'mcp' ? 'mcp' : 'client',
+        arguments: c.arguments_json,
+      })),
+      usage: { ...run.usage_json, cost_usd: roundUsd(run.cost_usd) },
+      limits: {
+        max_total_tokens: settings.runMaxTokens,
+        remaining_tokens: Math.max(0, settings.runMaxTokens - run.usage_json.total_tokens),
+        max_cost_usd: settings.runMaxCostUsd,
+        remaining_cost_usd: roundUsd(Math.max(0, settings.runMaxCostUsd - run.cost_usd)),
+        max_tool_rounds_per_turn: settings.maxToolRounds,
+        turn_timeout_ms: settings.turnTimeoutMs,
+        approval_ttl_ms: settings.approvalTtlMs,
+      },
+    }
+  }
+
+  // --- alarm ------------------------------------------------------------------------------------
+
+  override async alarm(): Promise<void> {
+    for (const work of this.store.dueWork(this.now())) {
+      this.store.unschedule(work.kind, work.ref)
+      switch (work.kind) {
+        case 'turn_timeout':
+          this.timeOut(work.ref)
+          break
+        case 'approval_expiry':
+          expireApprovals(this.store, Number.POSITIVE_INFINITY, work.ref)
+          break
+        case 'model_retry':
+          this.retry(work.ref)
+          break
+        case 'turn_interrupted':
+          this.interrupted(work.ref)
+          break
+      }
+    }
+    await this.armAlarm()
+  }
+
+  private timeOut(turnId: string): void {
+    const turn = this.store.turn(turnId)
+    if (turn?.state !== 'running') return
+    this.stopExecution(turnId)
+    this.loop.fail(
+      turnId,
+      {
+        code: 'turn_timeout',
+        message: `the turn was still running after ${Math.round(this.settings.turnTimeoutMs / 1000)} s (AGENT_TURN_TIMEOUT_MS) and was stopped; send a new turn to continue the run`,
+      },
+      true,
+    )
+  }
+
+  private retry(turnId: string): void {
+    const turn = this.store.turn(turnId)
+    if (turn?.state !== 'running' || this.execution) return
+    this.start({ turnId, controller: new AbortController() })
+  }
+
+  private interrupted(turnId: string): void {
+    const turn = this.store.turn(turnId)
+    if (turn?.state !== 'running' || this.execution?.turnId === turnId) return
+    this.loop.fail(
+      turnId,
+      {
+        code: 'turn_interrupted',
+        message:
+          'the agent runtime restarted while this turn was running; send a new turn to continue the run',
+      },
+      true,
+    )
+  }
+
+  /** One alarm for the whole due-work table, at its earliest row (or none). */
+  private async armAlarm(): Promise<void> {
+    const next = this.store.nextDueAt()
+    const current = await this.ctx.storage.getAlarm()
+    if (next === null) {
+      if (current !== null) await this.ctx.storage.deleteAlarm()
+      return
+    }
+    if (current !== next) await this.ctx.storage.setAlarm(next)
+  }
+}
+
+function roundUsd(value: number): number {
+  return Math.round(value * 1e6) / 1e6
+}
+
+/** The NDJSON line of an event, keys in envelope order (what encodeEvent produces). */
+function lineOf(event: AgentEvent): string {
+  return `${JSON.stringify({
+    v: event.v,
+    seq: event.seq,
+    run_id: event.run_id,
+    turn_id: event.turn_id,
+    ts: event.ts,
+    type: event.type,
+    data: event.data,
+  })}\n`
+}

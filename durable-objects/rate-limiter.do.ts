@@ -1,0 +1,502 @@
+/**
+ * RateLimiter: one Durable Object per tenant and mode (`<tenantId>:live`, `<tenantId>:test`),
+ * hosted by the chat worker (svc-chat) and bound by every worker that meters usage (the code
+ * worker binds the same class with `script_name = "svc-chat"`). Clients use
+ * shared/metering/metering-client.ts; the decisions themselves are shared/metering/tenant-limiter.ts.
+ *
+ * Protocol (RPC):
+ *   acquire(request)  → granted | refused (an UpgradeDecision) | unavailable
+ *                       checks requests/min, tokens/min (reserving the estimate), the model's
+ *                       and the monthly allowance, credits and the overage cap, then admits.
+ *   settle(usage)     → the reservation becomes the tokens used (in memory, at once); the ledger
+ *                       row is appended to this object's SQLite storage in a batch within
+ *                       RATE_LIMIT_LEDGER_WRITE_MS (100 ms) and the flush alarm is armed. Idempotent per
+ *                       reservation id (chosen by the client per request: request ids come from
+ *                       x-request-id and may repeat). usage = null releases the reservation.
+ *   snapshot(scope)   → the rate-limit counters (for x-ratelimit-* headers on early refusals).
+ *   alarm()           → flushes pending ledger rows to Postgres in batches (idempotent insert +
+ *                       balance update in one transaction), re-reads the balance, prunes.
+ *
+ * Exactness: the object handles one event at a time and acquire/settle do their check-and-update
+ * without awaiting anything, so concurrent requests cannot race. The request path costs one RPC
+ * to this object and no Postgres round trip: Postgres is read when the object starts (the
+ * period's balance) and written only from the alarm, in batches.
+ *
+ * Storage: `meta` (which tenant/mode/plan this object serves, schema version) and `ledger`
+ * (metered requests; `flushed` once in Postgres; flushed rows are kept an hour so the rate
+ * windows can be rebuilt after a restart, then deleted).
+ */
+import { DurableObject } from 'cloudflare:workers'
+import { z } from 'zod'
+import type { DatabaseEnv } from '../shared/db/client'
+import { billingPeriodAt } from '../shared/metering/billing-period'
+import {
+  type AcquireInput,
+  AcquireInputSchema,
+  type AcquireResult,
+  type BalanceRow,
+  type LedgerEntry,
+  LedgerEntrySchema,
+  type MeteringMode,
+  type MeteringScope,
+  MeteringScopeSchema,
+  type RateLimitSnapshot,
+  SettleBatchSchema,
+  type SettleInput,
+  type SettleResult,
+} from '../shared/metering/metering.schemas'
+import {
+  FLUSH_BATCH_SIZE,
+  type MeteringStore,
+  postgresMeteringStore,
+} from '../shared/metering/metering-store'
+import {
+  balanceFromStored,
+  type LimiterBalance,
+  RATE_WINDOW_MS,
+  TenantLimiter,
+} from '../shared/metering/tenant-limiter'
+import { getPlan, type Plan, type PlanCatalog, planCatalogFromEnv } from '../shared/plans/plan-catalog'
+
+export interface RateLimiterEnv extends DatabaseEnv {
+  /** Delay between the first unflushed ledger row and the flush to Postgres (ms, default 1000). */
+  RATE_LIMIT_LEDGER_FLUSH_MS?: string
+  /** How old the cached balance may get while the tenant is active before it is re-read (ms, default 10000). */
+  RATE_LIMIT_BALANCE_REFRESH_MS?: string
+  /** Longest time settled usage waits in memory before it is written to the object's storage (ms, default 100). */
+  RATE_LIMIT_LEDGER_WRITE_MS?: string
+  /** Replaces the built-in plan catalog (shared/plans/plan-catalog.ts). */
+  PLAN_CATALOG?: string
+}
+
+const SCHEMA_VERSION = 1
+const KEEP_FLUSHED_MS = 60 * 60_000
+const RETRY_FLUSH_MS = 5_000
+/** Clients resend an unacknowledged settle within about half a second; remembered far longer. */
+const RECENT_RESERVATIONS_MS = 10 * 60_000
+
+function positiveMs(value: string | undefined, fallback: number): number {
+  const parsed = Number(value)
+  return value !== undefined && Number.isFinite(parsed) && parsed >= 0 ? parsed : fallback
+}
+
+/** An error and its causes in one line (drizzle wraps the driver's error as `cause`). */
+function describeError(err: unknown): string {
+  const parts: string[] = []
+  let current: unknown = err
+  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
+    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
+    current = current instanceof Error ? current.cause : undefined
+  }
+  return parts.join(' <- ')
+}
+
+const LedgerRowSchema = z
+  .object({
+    seq: z.number(),
+    reservation_id: z.string(),
+    request_id: z.string(),
+    created_at: z.number(),
+    principal: z.string(),
+    mode: z.string(),
+    endpoint: z.string(),
+    model: z.string(),
+    provider: z.string(),
+    prompt_tokens: z.number(),
+    completion_tokens: z.number(),
+    cached_tokens: z.number(),
+    reasoning_tokens: z.number(),
+    credits_units: z.number(),
+    estimated: z.number(),
+  })
+  .transform((row) => ({
+    seq: row.seq,
+    entry: LedgerEntrySchema.parse({
+      reservationId: row.reservation_id,
+      requestId: row.request_id,
+      createdAt: row.created_at,
+      principal: row.principal,
+      mode: row.mode,
+      endpoint: row.endpoint,
+      model: row.model,
+      provider: row.provider,
+      promptTokens: row.prompt_tokens,
+      completionTokens: row.completion_tokens,
+      cachedTokens: row.cached_tokens,
+      reasoningTokens: row.reasoning_tokens,
+      creditsUnits: row.credits_units,
+      estimated: row.estimated === 1,
+    }),
+  }))
+
+const MetaSchema = z.object({ tenantId: z.string(), mode: z.enum(['live', 'test']), planId: z.string() })
+
+export class RateLimiter extends DurableObject<RateLimiterEnv> {
+  /** Postgres, or null when DATABASE_URL is unset (live balances then cannot load). Tests substitute their own. */
+  store: MeteringStore | null
+  /** The clock. Tests substitute their own. */
+  clock: () => number = () => Date.now()
+
+  private scope: { tenantId: string; mode: MeteringMode; planId: string } | null = null
+  private limiter: TenantLimiter | null = null
+  private balanceReadAt = 0
+  private alarmAt: number | null = null
+  private readonly flushDelayMs: number
+  private readonly refreshMs: number
+  private readonly writeDelayMs: number
+  /** Settled rows not yet in storage (written in batches by writeUnwritten). */
+  private readonly unwritten = new Map<string, LedgerEntry>()
+  /** Ledger ids of rows not yet in Postgres (a reused request id among them gets a suffix). */
+  private readonly unflushedRequestIds = new Set<string>()
+  /** Reservations settled in the last RECENT_RESERVATIONS_MS, oldest first (a resent settle is ignored). */
+  private readonly recentReservations = new Map<string, number>()
+  private writeTimer: ReturnType<typeof setTimeout> | null = null
+
+  constructor(ctx: DurableObjectState, env: RateLimiterEnv) {
+    super(ctx, env)
+    this.store = env.DATABASE_URL ? postgresMeteringStore(env) : null
+    this.flushDelayMs = positiveMs(env.RATE_LIMIT_LEDGER_FLUSH_MS, 1_000)
+    this.refreshMs = positiveMs(env.RATE_LIMIT_BALANCE_REFRESH_MS, 10_000)
+    this.writeDelayMs = positiveMs(env.RATE_LIMIT_LEDGER_WRITE_MS, 100)
+    const sql = ctx.storage.sql
+    sql.exec(`create table if not exists meta (key text primary key, value text not null)`)
+    sql.exec(`create table if not exists ledger (
+      seq integer primary key autoincrement,
+      reservation_id text not null unique,
+      request_id text not null,
+      created_at integer not null,
+      principal text not null,
+      mode text not null,
+      endpoint text not null,
+      model text not null,
+      provider text not null,
+      prompt_tokens integer not null,
+      completion_tokens integer not null,
+      cached_tokens integer not null,
+      reasoning_tokens integer not null,
+      credits_units integer not null,
+      estimated integer not null,
+      flushed integer not null default 0)`)
+    sql.exec(`create index if not exists ledger_pending on ledger (flushed, seq)`)
+    sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
+    const stored = sql.exec<{ value: string }>(`select value from meta where key = 'scope'`).toArray()[0]
+    if (stored) this.scope = MetaSchema.parse(JSON.parse(stored.value))
+  }
+
+  async acquire(raw: AcquireInput): Promise<AcquireResult> {
+    const input = AcquireInputSchema.parse(raw)
+    const ready = await this.ready(input)
+    // Usage of earlier requests that rode along with this call (see metering-client.ts).
+    if (input.settles && input.settles.length > 0) this.applySettles(ready, input.settles)
+    if (typeof ready === 'string') return { kind: 'unavailable', detail: ready }
+    const { limiter, plan } = ready
+    const now = this.clock()
+    const result = limiter.acquire(plan, input, now)
+    this.keepBalanceFresh(now)
+    return result
+  }
+
+  async settle(raw: SettleInput): Promise<SettleResult> {
+    const [result] = await this.settleMany([raw])
+    return result ?? { recorded: false, creditsUnits: 0 }
+  }
+
+  /** Settles a batch of requests in one event (one storage transaction). */
+  async settleMany(raw: SettleInput[]): Promise<SettleResult[]> {
+    const inputs = SettleBatchSchema.parse(raw)
+    const first = inputs[0]
+    if (!first) return []
+    return this.applySettles(await this.ready(first), inputs)
+  }
+
+  /** Current rate-limit counters without admitting anything; null when the live balance cannot load. */
+  async snapshot(raw: MeteringScope): Promise<RateLimitSnapshot | null> {
+    const input = MeteringScopeSchema.parse(raw)
+    const ready = await this.ready(input)
+    if (typeof ready === 'string') return null
+    return ready.limiter.snapshot(ready.plan, this.clock())
+  }
+
+  override async alarm(): Promise<void> {
+    this.alarmAt = null
+    const scope = this.scope
+    if (!scope) return
+    const plan = getPlan(scope.planId, this.catalog())
+    if (!plan) return
+    const now = this.clock()
+    this.writeUnwritten()
+    try {
+      const flushed = await this.flushPending(scope, plan, now)
+      if (!flushed && this.limiter?.balance && this.store && scope.mode === 'live') {
+        const row = await this.store.readBalance(scope.tenantId, plan, now)
+        this.applyBalanceRow(row)
+      }
+    } catch (err) {
+      console.error(
+        JSON.stringify({
+          level: 'error',
+          event: 'ledger_flush_failed',
+          tenant_id: scope.tenantId,
+          mode: scope.mode,
+          detail: describeError(err),
+        }),
+      )
+      this.scheduleAlarm(this.clock() + RETRY_FLUSH_MS)
+      return
+    }
+    const sql = this.ctx.storage.sql
+    sql.exec(`delete from ledger where flushed = 1 and created_at < ?`, now - KEEP_FLUSHED_MS)
+    if (this.pendingCount() > 0) this.scheduleAlarm(this.clock() + this.flushDelayMs)
+  }
+
+  /** Rows not yet in Postgres (for tests and diagnostics); writes rows waiting in memory first. */
+  pendingCount(): number {
+    this.writeUnwritten()
+    return this.ctx.storage.sql
+      .exec<{ n: number }>(`select count(*) as n from ledger where flushed = 0`)
+      .one().n
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private catalog(): PlanCatalog {
+    return planCatalogFromEnv(this.env)
+  }
+
+  /**
+   * Records usage: each request id once (a replayed settle is ignored), its ledger row appended
+   * to storage, and the flush alarm armed. When the balance cannot be loaded the usage is still
+   * recorded (never lose a metered request), without charging credits.
+   */
+  private applySettles(
+    ready: { limiter: TenantLimiter; plan: Plan } | string,
+    inputs: readonly SettleInput[],
+  ): SettleResult[] {
+    let limiter: TenantLimiter
+    let plan: Plan
+    if (typeof ready === 'string') {
+      const fallbackPlan = inputs[0] && getPlan(inputs[0].planId, this.catalog())
+      if (!fallbackPlan) return inputs.map(() => ({ recorded: false, creditsUnits: 0 }))
+      console.error(JSON.stringify({ level: 'warn', event: 'settled_without_balance', detail: ready }))
+      plan = fallbackPlan
+      limiter = new TenantLimiter(inputs[0]!.mode, null, this.catalog())
+    } else {
+      ;({ limiter, plan } = ready)
+    }
+    const now = this.clock()
+    for (const [reservationId, at] of this.recentReservations) {
+      if (now - at < RECENT_RESERVATIONS_MS) break
+      this.recentReservations.delete(reservationId)
+    }
+    const results: SettleResult[] = []
+    for (const input of inputs) {
+      this.bind(input)
+      if (this.recentReservations.has(input.reservationId)) {
+        results.push({ recorded: false, creditsUnits: 0 })
+        continue
+      }
+      // A request id the caller reused (x-request-id is the caller's choice) is recorded under a
+      // distinct ledger id, so both requests are billed. (Postgres catches reuse across flushes.)
+      const settleInput = this.unflushedRequestIds.has(input.requestId)
+        ? { ...input, requestId: `${input.requestId}~${input.reservationId.slice(0, 8)}` }
+        : input
+      const entry = limiter.settle(plan, settleInput, now)
+      this.recentReservations.set(input.reservationId, now)
+      if (!entry) {
+        results.push({ recorded: false, creditsUnits: 0 })
+        continue
+      }
+      this.unwritten.set(entry.reservationId, entry)
+      this.unflushedRequestIds.add(entry.requestId)
+      results.push({ recorded: true, creditsUnits: entry.creditsUnits })
+    }
+    if (this.unwritten.size > 0 && this.writeTimer === null) {
+      this.writeTimer = setTimeout(() => this.writeUnwritten(), this.writeDelayMs)
+    }
+    return results
+  }
+
+  /**
+   * Appends the settled rows to storage in one statement and one transaction (a storage commit
+   * holds the object's outgoing responses until it is durable, so it happens per batch, never
+   * per request) and arms the flush alarm.
+   */
+  private writeUnwritten(): void {
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer)
+    this.writeTimer = null
+    if (this.unwritten.size === 0) return
+    const rows = [...this.unwritten.values()].map((e) => [
+      e.reservationId,
+      e.requestId,
+      e.createdAt,
+      e.principal,
+      e.mode,
+      e.endpoint,
+      e.model,
+      e.provider,
+      e.promptTokens,
+      e.completionTokens,
+      e.cachedTokens,
+      e.reasoningTokens,
+      e.creditsUnits,
+      e.estimated ? 1 : 0,
+    ])
+    this.ctx.storage.sql.exec(
+      `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
+        provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated)
+       select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
+         value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13
+       from json_each(?)`,
+      JSON.stringify(rows),
+    )
+    this.unwritten.clear()
+    this.scheduleAlarm(this.clock() + this.flushDelayMs)
+  }
+
+  /** Binds this object to its tenant/mode on first use, and loads its state once. */
+  private async ready(scope: MeteringScope): Promise<{ limiter: TenantLimiter; plan: Plan } | string> {
+    const plan = getPlan(scope.planId, this.catalog())
+    if (!plan) return `plan "${scope.planId}" is not in the plan catalog`
+    this.bind(scope)
+    if (this.limiter) return { limiter: this.limiter, plan }
+    let failure = 'the rate limiter could not start'
+    await this.ctx.blockConcurrencyWhile(async () => {
+      if (this.limiter) return
+      try {
+        this.limiter = await this.load(scope.mode, scope.tenantId, plan)
+      } catch (err) {
+        failure = describeError(err)
+      }
+    })
+    return this.limiter ? { limiter: this.limiter, plan } : failure
+  }
+
+  private bind(scope: MeteringScope): void {
+    const current = this.scope
+    if (current && (current.tenantId !== scope.tenantId || current.mode !== scope.mode)) {
+      throw new Error(
+        `this RateLimiter serves ${current.tenantId}:${current.mode}, not ${scope.tenantId}:${scope.mode}`,
+      )
+    }
+    if (current?.planId === scope.planId) return
+    this.scope = { tenantId: scope.tenantId, mode: scope.mode, planId: scope.planId }
+    this.ctx.storage.sql.exec(
+      `insert or replace into meta (key, value) values ('scope', ?)`,
+      JSON.stringify(this.scope),
+    )
+  }
+
+  private async load(mode: MeteringMode, tenantId: string, plan: Plan): Promise<TenantLimiter> {
+    const now = this.clock()
+    let balance: LimiterBalance | null = null
+    if (mode === 'live') {
+      if (!this.store) throw new Error('DATABASE_URL is not set, so the live balance cannot be loaded')
+      const stored = await this.store.loadBalance(tenantId, plan, now)
+      balance = balanceFromStored(stored)
+      for (const { entry } of this.rows(`where flushed = 0 and created_at >= ?`, stored.periodStart)) {
+        const total = entry.promptTokens + entry.completionTokens
+        balance.modelTokens.set(entry.model, (balance.modelTokens.get(entry.model) ?? 0) + total)
+      }
+      this.mergeUnflushed(balance, stored)
+      this.balanceReadAt = now
+    }
+    const limiter = new TenantLimiter(mode, balance, this.catalog())
+    for (const { entry } of this.rows(`where created_at > ? order by created_at`, now - RATE_WINDOW_MS)) {
+      limiter.restore(entry)
+    }
+    const sql = this.ctx.storage.sql
+    for (const row of sql.exec<{ request_id: string }>(`select request_id from ledger where flushed = 0`))
+      this.unflushedRequestIds.add(row.request_id)
+    for (const row of sql.exec<{ reservation_id: string; created_at: number }>(
+      `select reservation_id, created_at from ledger where created_at > ? order by created_at`,
+      now - RECENT_RESERVATIONS_MS,
+    ))
+      this.recentReservations.set(row.reservation_id, row.created_at)
+    this.alarmAt = await this.ctx.storage.getAlarm()
+    if (this.alarmAt === null && this.pendingCount() > 0) this.scheduleAlarm(now + this.flushDelayMs)
+    return limiter
+  }
+
+  /** Postgres' figures plus this object's rows it has not received yet. */
+  private mergeUnflushed(balance: LimiterBalance, row: BalanceRow): void {
+    this.writeUnwritten()
+    const pending = this.ctx.storage.sql
+      .exec<{ tokens: number; period_credits: number; all_credits: number }>(
+        `select coalesce(sum(case when created_at >= ? then prompt_tokens + completion_tokens else 0 end), 0) as tokens,
+                coalesce(sum(case when created_at >= ? then credits_units else 0 end), 0) as period_credits,
+                coalesce(sum(credits_units), 0) as all_credits
+         from ledger where flushed = 0`,
+        row.periodStart,
+        row.periodStart,
+      )
+      .one()
+    balance.periodStart = row.periodStart
+    balance.periodEnd = billingPeriodAt(row.periodStart).end
+    balance.tokensUsed = row.tokensUsed + pending.tokens
+    balance.overageUnits = row.overageUnits + pending.period_credits
+    balance.creditsUnits = row.creditsUnits - pending.all_credits
+    balance.usageCreditsEnabled = row.usageCreditsEnabled
+    balance.spendCapCents = row.spendCapCents
+  }
+
+  private applyBalanceRow(row: BalanceRow): void {
+    const balance = this.limiter?.balance
+    if (!balance) return
+    if (row.periodStart > balance.periodStart) balance.modelTokens.clear()
+    if (row.periodStart < balance.periodStart) return
+    this.mergeUnflushed(balance, row)
+    this.balanceReadAt = this.clock()
+  }
+
+  /** Sends every pending row to Postgres, oldest first; returns whether anything was sent. */
+  private async flushPending(
+    scope: { tenantId: string; mode: MeteringMode },
+    plan: Plan,
+    now: number,
+  ): Promise<boolean> {
+    let sent = false
+    for (;;) {
+      const batch = this.rows(`where flushed = 0 order by seq limit ?`, FLUSH_BATCH_SIZE)
+      if (batch.length === 0) return sent
+      if (!this.store) throw new Error('DATABASE_URL is not set: ledger rows cannot be flushed')
+      const row = await this.store.flushLedger(
+        scope.tenantId,
+        scope.mode,
+        batch.map((r) => r.entry),
+        plan,
+        now,
+      )
+      const lastSeq = batch[batch.length - 1]!.seq
+      this.ctx.storage.sql.exec(`update ledger set flushed = 1 where flushed = 0 and seq <= ?`, lastSeq)
+      for (const { entry } of batch) this.unflushedRequestIds.delete(entry.requestId)
+      if (row) this.applyBalanceRow(row)
+      sent = true
+      if (batch.length < FLUSH_BATCH_SIZE) return sent
+    }
+  }
+
+  private rows(clause: string, ...bindings: (string | number)[]): { seq: number; entry: LedgerEntry }[] {
+    return this.ctx.storage.sql
+      .exec(`select * from ledger ${clause}`, ...bindings)
+      .toArray()
+      .map((row) => LedgerRowSchema.parse(row))
+  }
+
+  private keepBalanceFresh(now: number): void {
+    if (this.scope?.mode !== 'live' || !this.store) return
+    if (now - this.balanceReadAt < this.refreshMs) return
+    // Counted as read now so the next requests do not re-arm it; a failed read re-arms itself.
+    this.balanceReadAt = now
+    this.scheduleAlarm(now)
+  }
+
+  /** Arms the one alarm at `at` unless it is already due sooner. */
+  private scheduleAlarm(at: number): void {
+    if (this.alarmAt !== null && this.alarmAt <= at) return
+    this.alarmAt = at
+    this.ctx.storage.setAlarm(at).catch((err: unknown) => {
+      this.alarmAt = null
+      console.error(JSON.stringify({ level: 'error', event: 'set_alarm_failed', detail: String(err) }))
+    })
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The chat worker inside workerd with its real RateLimiter binding (vitest project do-chat): the
+ * deployment cases the end-to-end stack cannot show (no MODEL_PROVIDERS at all, an invalid one)
+ * and the headers every response carries.
+ */
+import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test'
+import { describe, expect, it } from 'vitest'
+import type { RateLimiter } from '../../../durable-objects/rate-limiter.do'
+import type { Identity, RequestContext } from '../../../shared/worker/request-context'
+import type { ChatEnv } from './chat.context'
+import ChatWorker from './index'
+
+const chatEnv = env as unknown as ChatEnv
+
+function identity(mode: 'live' | 'test', planId = 'pro'): Identity {
+  return {
+    tenantId: crypto.randomUUID(),
+    principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode },
+    role: 'owner',
+    planId,
+    scopes: [],
+  }
+}
+
+async function call(
+  who: Identity,
+  body: unknown,
+  overrides: Partial<ChatEnv> = {},
+): Promise<{ res: Response; ctx: ExecutionContext }> {
+  const ctx = createExecutionContext()
+  const worker = new ChatWorker(ctx, { ...chatEnv, ...overrides })
+  const request = new Request('https://svc.test/svc/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  const context: RequestContext = {
+    requestId: `req_${crypto.randomUUID().replaceAll('-', '')}`,
+    identity: who,
+    maxBodyBytes: 4 * 1024 * 1024,
+    baseUrl: 'https://svc.test',
+  }
+  const res = await worker.serve(request, context)
+  return { res, ctx }
+}
+
+const hello = { model: 'svc-cell', messages: [{ role: 'user', content: 'Hello' }] }
+
+describe('chat worker: deployments without a model provider', () => {
+  it('a live key gets 503 provider_not_configured naming MODEL_PROVIDERS when it is unset', async () => {
+    const { res } = await call(identity('live'), hello, { MODEL_PROVIDERS: undefined })
+    expect(res.status).toBe(503)
+    const { error } = (await res.json()) as { error: { code: string; message: string } }
+    expect(error.code).toBe('provider_not_configured')
+    expect(error.message).toContain('The operator must set MODEL_PROVIDERS')
+    expect(error.message).toContain('test keys (svc_sk_test_) work without it')
+  })
+
+  it('an invalid MODEL_PROVIDERS is an operator error: 503 provider_config_invalid, details only in the log', async () => {
+    const { res } = await call(identity('live'), hello, { MODEL_PROVIDERS: '{"version":1,"providers":[]}' })
+    expect(res.status).toBe(503)
+    const { error } = (await res.json()) as { error: { code: string; message: string } }
+    expect(error.code).toBe('provider_config_invalid')
+    expect(error.message).toContain('MODEL_PROVIDERS is invalid')
+    expect(error.message).not.toContain('expected array')
+  })
+
+  it('a test key is answered by the simulated model anyway, with rate-limit headers, and metered as test usage', async () => {
+    const who = identity('test')
+    const { res, ctx } = await call(who, hello, { MODEL_PROVIDERS: undefined })
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as {
+      choices: { message: { content: string } }[]
+      usage: { prompt_tokens: number; completion_tokens: number }
+    }
+    expect(body.choices[0]?.message.content).toMatch(/^Test mode reply from svc-cell/)
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe('120')
+    expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('119')
+    await waitOnExecutionContext(ctx)
+    const stub = chatEnv.RATE_LIMITER.get(chatEnv.RATE_LIMITER.idFromName(`${who.tenantId}:test`))
+    const rows = await runInDurableObject(stub, (instance: RateLimiter, state) => {
+      instance.pendingCount()
+      return state.storage.sql
+        .exec('select mode, provider, prompt_tokens, completion_tokens from ledger')
+        .toArray()
+    })
+    expect(rows).toEqual([
+      {
+        mode: 'test',
+        provider: 'svc-test-mode',
+        prompt_tokens: body.usage.prompt_tokens,
+        completion_tokens: body.usage.completion_tokens,
+      },
+    ])
+  })
+})
+
+describe('chat worker: x-ratelimit headers on refusals', () => {
+  it('a 400 carries the current counters and is not counted', async () => {
+    const who = identity('test', 'free')
+    await call(who, hello)
+    const { res } = await call(who, { ...hello, temperature: 3 })
+    expect(res.status).toBe(400)
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe('20')
+    expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('19')
+    const again = await call(who, { ...hello, temperature: 3 })
+    expect(again.res.headers.get('x-ratelimit-remaining-requests')).toBe('19')
+  })
+
+  it('a 403 plan refusal carries them too, with x-should-retry: false', async () => {
+    const { res } = await call(identity('test', 'free'), { ...hello, model: 'svc-hive' })
+    expect(res.status).toBe(403)
+    expect(res.headers.get('x-should-retry')).toBe('false')
+    expect(res.headers.get('x-ratelimit-limit-tokens')).toBe('40000')
+  })
+})

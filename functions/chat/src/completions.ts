@@ -1,0 +1,219 @@
+/**
+ * POST /svc/chat/completions. The request path, in order (each step can refuse):
+ *
+ *   1. validate the body (400 naming the field and the rule)              chat.schemas.ts
+ *   2. plan entitlements: model access, features, context size counted with
+ *      the tokenizer (403 action-required)                                  shared/plans
+ *   3. live keys: a provider is configured for the alias (503 naming it)    shared/providers
+ *   4. rate and allowance: one RPC to the tenant's RateLimiter object,
+ *      reserving prompt + output-budget tokens (429/402 action-required)   shared/metering
+ *   5. the model: live keys → the configured upstreams (failover, retries,
+ *      breaker); test keys → the built-in simulated model, never upstream
+ *   6. the answer: JSON, or SSE relayed chunk by chunk
+ *   7. off the request path (waitUntil): settle the reservation with the usage
+ *      (the upstream's, or counted with the tokenizer when a stream was cut)
+ *
+ * Every response carries x-ratelimit-* headers (index.ts adds them to refusals that happen
+ * before step 4).
+ */
+import type { OpenAPIHono } from '@hono/zod-openapi'
+import { createRoute } from '@hono/zod-openapi'
+import { z } from 'zod'
+import type { ModelAlias } from '../../../shared/catalog/model-aliases'
+import { AppError, toAppError } from '../../../shared/http/errors'
+import { type MeterGrant, openMeter } from '../../../shared/metering/metering-client'
+import { checkChatEntitlements } from '../../../shared/plans/entitlements'
+import { getPlan, type Plan, type PlanCatalog, planCatalogFromEnv } from '../../../shared/plans/plan-catalog'
+import { actionRequiredError, type UpgradeDecision } from '../../../shared/plans/upgrade-decision'
+import { type ChatMode, createChatCompletion } from '../../../shared/providers/chat-completions'
+import { requestedMaxTokens } from '../../../shared/providers/chat-wire'
+import {
+  MODEL_PROVIDERS_VAR,
+  type ProviderRegistry,
+  providerRegistryFromEnv,
+} from '../../../shared/providers/provider-config'
+import { countPromptTokens } from '../../../shared/providers/tokenizer'
+import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { type Identity, isTestMode } from '../../../shared/worker/request-context'
+import { type ChatEnv, providerEnv } from './chat.context'
+import {
+  ChatCompletionRequestSchema,
+  ChatCompletionResponseSchema,
+  parseChatCompletionRequest,
+} from './chat.schemas'
+
+export const CHAT_COMPLETIONS_PATH = '/svc/chat/completions'
+
+/**
+ * Output tokens reserved against tokens/min when the request sets no max_tokens /
+ * max_completion_tokens (per choice). The reservation becomes the real usage when the request
+ * ends, so this only bounds how many such requests can be in flight at once.
+ */
+export const DEFAULT_OUTPUT_TOKEN_ESTIMATE = 1024
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+}
+
+function planOf(identity: Identity, catalog: PlanCatalog): Plan {
+  const plan = getPlan(identity.planId, catalog)
+  if (!plan) {
+    throw new AppError(
+      500,
+      'plan_not_in_catalog',
+      `Your workspace is on plan "${identity.planId}", which this deployment's plan catalog does not define. Contact support with the x-request-id of this response.`,
+      { internalMessage: `plan ${identity.planId} missing from PLAN_CATALOG` },
+    )
+  }
+  return plan
+}
+
+/** Live keys need a configured upstream for the alias; checked before anything is reserved. */
+function liveRegistry(env: ChatEnv, alias: ModelAlias): ProviderRegistry {
+  const registry = providerRegistryFromEnv(env)
+  if (!registry) {
+    throw new AppError(
+      503,
+      'provider_not_configured',
+      `No model provider is configured on this deployment, so live keys cannot be served. The operator must set ${MODEL_PROVIDERS_VAR} (see docs/providers.md); test keys (svc_sk_test_) work without it.`,
+    )
+  }
+  if (registry.targetsFor(alias).length === 0) {
+    throw new AppError(
+      503,
+      'provider_not_configured',
+      `No model provider is configured for ${alias} on this deployment. The operator must map ${alias} to a provider in ${MODEL_PROVIDERS_VAR} (see docs/providers.md).`,
+    )
+  }
+  return registry
+}
+
+function paramFor(decision: UpgradeDecision): string | null {
+  switch (decision.reason) {
+    case 'model_access_required':
+      return 'model'
+    case 'feature_required':
+      return 'reasoning_effort'
+    case 'context_limit_reached':
+      return 'messages'
+    default:
+      return null
+  }
+}
+
+function withHeaders(err: unknown, headers: Record<string, string>): AppError {
+  const error = toAppError(err)
+  for (const [name, value] of Object.entries(headers)) {
+    if (!(name in error.headers)) error.headers[name] = value
+  }
+  return error
+}
+
+const ErrorBodySchema = z.object({
+  error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string() }),
+})
+
+export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'post',
+      path: CHAT_COMPLETIONS_PATH,
+      tags: ['Chat'],
+      summary: 'Create a chat completion (JSON, or server-sent events when stream is true)',
+      request: {
+        body: { required: true, content: { 'application/json': { schema: ChatCompletionRequestSchema } } },
+      },
+      responses: {
+        200: {
+          description:
+            'The completion; with stream: true, `text/event-stream` of chat.completion.chunk events ending in `data: [DONE]`',
+          content: {
+            'application/json': { schema: ChatCompletionResponseSchema },
+            'text/event-stream': { schema: z.string() },
+          },
+        },
+        400: { description: 'Invalid request', content: { 'application/json': { schema: ErrorBodySchema } } },
+        402: { description: 'Insufficient funded usage credit (action-required body with svc_upgrade)' },
+        403: {
+          description: 'Model, feature or context size not included in the plan (action-required body)',
+        },
+        429: { description: 'Allowance or rate limit reached (action-required body)' },
+        502: { description: 'Every configured model provider failed' },
+        503: { description: 'No model provider configured for the alias, or metering unavailable' },
+      },
+    }),
+  )
+
+  app.post(CHAT_COMPLETIONS_PATH, async (c) => {
+    const { requestId } = c.get('request')
+    const identity = c.get('request').identity
+    if (!identity)
+      throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
+    const request = parseChatCompletionRequest(await c.req.json())
+    const catalog = planCatalogFromEnv(c.env)
+    const plan = planOf(identity, catalog)
+    const mode: ChatMode = isTestMode(identity) ? 'test' : 'live'
+
+    const promptTokens = countPromptTokens(request.messages, request.tools)
+    const maxOutput = requestedMaxTokens(request)
+    const decision = checkChatEntitlements(
+      plan,
+      {
+        model: request.model,
+        reasoning_effort: request.reasoning_effort,
+        promptTokens,
+        maxOutputTokens: maxOutput,
+      },
+      { catalog },
+    )
+    if (decision) throw actionRequiredError(decision, { param: paramFor(decision), catalog })
+    const registry = mode === 'live' ? liveRegistry(c.env, request.model) : null
+
+    const meter = openMeter(c.env.RATE_LIMITER, identity, 'chat.completions', { catalog })
+    const grant: MeterGrant = await meter.acquire({
+      requestId,
+      model: request.model,
+      estimatedTokens: promptTokens + (maxOutput ?? DEFAULT_OUTPUT_TOKEN_ESTIMATE) * (request.n ?? 1),
+    })
+
+    let result: Awaited<ReturnType<typeof createChatCompletion>>
+    try {
+      result = await createChatCompletion({
+        request,
+        alias: request.model,
+        mode,
+        registry,
+        env: providerEnv(c.env),
+        signal: c.req.raw.signal,
+        requestId,
+      })
+    } catch (err) {
+      c.executionCtx.waitUntil(meter.settle(grant, { usage: null, estimated: false, provider: 'none' }))
+      throw withHeaders(err, grant.headers)
+    }
+
+    if (result.kind === 'json') {
+      c.executionCtx.waitUntil(
+        meter.settle(grant, {
+          usage: result.usage,
+          estimated: result.usageSource === 'estimated',
+          provider: result.target.providerId,
+        }),
+      )
+      return c.json(result.completion, 200, grant.headers)
+    }
+
+    const provider = result.target.providerId
+    c.executionCtx.waitUntil(
+      result.outcome.then((outcome) =>
+        meter.settle(grant, {
+          usage: outcome.usage,
+          estimated: outcome.usageSource === 'estimated',
+          provider,
+        }),
+      ),
+    )
+    return new Response(result.stream, { status: 200, headers: { ...SSE_HEADERS, ...grant.headers } })
+  })
+}

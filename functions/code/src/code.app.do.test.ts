@@ -1,0 +1,180 @@
+/**
+ * The code worker's routes inside workerd with its real bindings (AgentRun objects, the env),
+ * called the way the gateway calls them: a request plus a bound request context. Covers the
+ * refusals that depend on the caller's plan or on the deployment's configuration.
+ */
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import {
+  codeEnv,
+  identityFor,
+  installLimiter,
+  mutableEnv,
+  uninstallLimiter,
+} from '../../../durable-objects/agent-run.do-fixtures'
+import type { Identity } from '../../../shared/worker/request-context'
+import { bindRequestContext } from '../../../shared/worker/request-context'
+import { codeApp } from './code.app'
+
+const realRuns = mutableEnv.AGENT_RUN
+
+beforeEach(() => {
+  installLimiter()
+})
+
+afterEach(() => {
+  mutableEnv.AGENT_RUN = realRuns
+  uninstallLimiter()
+})
+
+async function call(
+  method: string,
+  path: string,
+  identity: Identity,
+  body?: unknown,
+  maxBodyBytes = 8 * 1024 * 1024,
+): Promise<Response> {
+  const request = new Request(`https://svc.test${path}`, {
+    method,
+    ...(body === undefined
+      ? {}
+      : body instanceof FormData
+        ? { body }
+        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  })
+  bindRequestContext(request, { requestId: 'req_test', identity, maxBodyBytes, baseUrl: 'https://svc.test' })
+  const ctx = createExecutionContext()
+  const response = await codeApp.fetch(request, codeEnv, ctx)
+  await waitOnExecutionContext(ctx)
+  return response
+}
+
+const turn = (overrides: Record<string, unknown> = {}) => ({
+  protocol: 'svc.code.v1',
+  session_id: 's',
+  turn_id: 't',
+  model: 'svc-comb',
+  mode: 'edit',
+  request: 'hello',
+  workspace: {},
+  transcript: [],
+  capabilities: {},
+  ...overrides,
+})
+
+describe('entitlements (403 with the action-required body)', () => {
+  it('refuses a model the plan does not include', async () => {
+    const res = await call('POST', '/svc/code/v1/turns', identityFor('test', 'free'), turn())
+    expect(res.status).toBe(403)
+    expect(res.headers.get('x-should-retry')).toBe('false')
+    expect(await res.json()).toMatchObject({
+      error: { code: 'model_access_required', param: 'model' },
+      svc_upgrade: {
+        reason: 'model_access_required',
+        current_plan: 'free',
+        required_plan: 'pro',
+        requested_model: 'svc-comb',
+      },
+    })
+  })
+
+  it('refuses web search and transcription on a plan without them', async () => {
+    const search = await call('POST', '/svc/code/v1/search', identityFor('test', 'free'), { query: 'x' })
+    expect(search.status).toBe(403)
+    expect(await search.json()).toMatchObject({
+      svc_upgrade: { reason: 'feature_required', requested_feature: 'web_search', required_plan: 'pro' },
+    })
+    const form = new FormData()
+    form.append('file', new Blob([new Uint8Array([0x66, 0x4c, 0x61, 0x43])]), 'a.flac')
+    const audio = await call('POST', '/svc/code/v1/transcribe', identityFor('test', 'free'), form)
+    expect(audio.status).toBe(403)
+    expect(await audio.json()).toMatchObject({
+      svc_upgrade: { reason: 'feature_required', requested_feature: 'transcription', required_plan: 'pro' },
+    })
+  })
+})
+
+describe('scopes', () => {
+  it('refuses a credential restricted to other scopes (403 insufficient_scope), allows agents:write', async () => {
+    const restricted = { ...identityFor('test'), scopes: ['chat:write'] }
+    const res = await call('POST', '/svc/code/v1/search', restricted, { query: 'x' })
+    expect(res.status).toBe(403)
+    expect(await res.json()).toMatchObject({
+      error: {
+        code: 'insufficient_scope',
+        type: 'permission_error',
+        message: expect.stringContaining('agents:write'),
+      },
+    })
+    const allowed = await call(
+      'POST',
+      '/svc/code/v1/search',
+      { ...restricted, scopes: ['agents:write'] },
+      { query: 'x' },
+    )
+    expect(allowed.status).toBe(200)
+  })
+})
+
+describe('configuration and availability (503)', () => {
+  it('refuses a live turn when no model provider serves its model', async () => {
+    const res = await call('POST', '/svc/code/v1/turns', identityFor('live'), turn())
+    expect(res.status).toBe(503)
+    expect(await res.json()).toMatchObject({
+      error: {
+        code: 'provider_not_configured',
+        message: expect.stringContaining('Use a test key (svc_sk_test_) for the built-in model'),
+      },
+    })
+  })
+
+  it('answers 503 with Retry-After when the durable run store cannot be reached', async () => {
+    const broken = {
+      async postTurn() {
+        throw new Error('Durable Object storage is overloaded')
+      },
+      async status() {
+        throw new Error('Durable Object storage is overloaded')
+      },
+    }
+    mutableEnv.AGENT_RUN = { idFromName: (name: string) => name, get: () => broken }
+    const res = await call('POST', '/svc/code/v1/turns', identityFor('test'), turn())
+    expect(res.status).toBe(503)
+    expect(res.headers.get('retry-after')).toBe('2')
+    expect(await res.json()).toMatchObject({
+      error: { code: 'run_store_unavailable', type: 'service_unavailable' },
+    })
+    const status = await call('GET', `/svc/agents/runs/${crypto.randomUUID()}`, identityFor('test'))
+    expect(status.status).toBe(503)
+  })
+
+  it('answers 503 for a live search or transcription with no provider configured', async () => {
+    const search = await call('POST', '/svc/code/v1/search', identityFor('live'), { query: 'x' })
+    expect(search.status).toBe(503)
+    expect(await search.json()).toMatchObject({ error: { code: 'search_unavailable' } })
+  })
+})
+
+describe('runs', () => {
+  it('answers 400 for a malformed run id and 404 for an unknown one', async () => {
+    const bad = await call('GET', '/svc/agents/runs/123', identityFor('test'))
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ error: { code: 'invalid_run_id', param: 'runId' } })
+    const unknown = await call('DELETE', `/svc/agents/runs/${crypto.randomUUID()}`, identityFor('test'))
+    expect(unknown.status).toBe(404)
+    expect(await unknown.json()).toMatchObject({ error: { code: 'run_not_found', type: 'not_found_error' } })
+  })
+
+  it('streams a turn as application/x-ndjson and reports it under its run id', async () => {
+    const identity = identityFor('test')
+    const runId = crypto.randomUUID()
+    const res = await call('POST', '/svc/code/v1/turns', identity, turn({ run_id: runId }))
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('application/x-ndjson; charset=utf-8')
+    expect(res.headers.get('x-svc-run-id')).toBe(runId)
+    const lines = (await res.text()).trim().split('\n')
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ type: 'turn.completed', run_id: runId })
+    const status = await call('GET', `/svc/agents/runs/${runId}`, identity)
+    expect(await status.json()).toMatchObject({ id: runId, state: 'completed', last_seq: lines.length })
+  })
+})

@@ -1,0 +1,103 @@
+/**
+ * GET and DELETE /svc/agents/runs/{runId}: the run's status (account-scoped: another account's run
+ * and a run that does not exist are the same 404) and cancellation (200 with the cancelled status;
+ * 409 when the run is already completed, failed or cancelled).
+ */
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
+import type { RunReply } from '../../../durable-objects/agent-run.do'
+import { AppError } from '../../../shared/http/errors'
+import type { FamilyEnv } from '../../../shared/worker/family-app'
+import type { CodeEnv } from './code.context'
+import { RunIdParamSchema, RunStatusSchema } from './runs.schemas'
+import { callerOf, ownerOf, runObject, runStoreUnavailable } from './turns'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function runIdOf(raw: string): string {
+  if (!UUID.test(raw)) {
+    throw new AppError(
+      400,
+      'invalid_run_id',
+      `runId must be a UUID such as 0b6f3c52-8f0e-4d3e-9a55-2f1f0c7f8e11 (got ${JSON.stringify(raw.slice(0, 60))}); it is the run_id of the run's events`,
+      { param: 'runId' },
+    )
+  }
+  return raw.toLowerCase()
+}
+
+function answer(reply: RunReply) {
+  if (!reply.ok) {
+    const { status, code, message, param } = reply.error
+    throw new AppError(status, code, message, { param })
+  }
+  return reply.run
+}
+
+const ErrorBody = z.object({ error: z.object({ message: z.string(), type: z.string(), code: z.string() }) })
+
+export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'get',
+      path: '/svc/agents/runs/{runId}',
+      tags: ['Agent'],
+      summary: "An agent run's status: state, last seq, pending approvals and tool calls, usage and its caps",
+      request: { params: RunIdParamSchema },
+      responses: {
+        200: { description: 'The run', content: { 'application/json': { schema: RunStatusSchema } } },
+        404: {
+          description: 'No such run for this account',
+          content: { 'application/json': { schema: ErrorBody } },
+        },
+      },
+    }),
+  )
+  app.get('/svc/agents/runs/:runId', async (c) => {
+    const identity = callerOf(c)
+    const runId = runIdOf(c.req.param('runId'))
+    const owner = ownerOf(identity)
+    let reply: RunReply
+    try {
+      reply = await runObject(c.env, owner, runId).status(owner)
+    } catch (err) {
+      throw runStoreUnavailable(err)
+    }
+    return c.json(answer(reply), 200)
+  })
+
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'delete',
+      path: '/svc/agents/runs/{runId}',
+      tags: ['Agent'],
+      summary: 'Cancel a running or waiting run; its live turn ends with turn.cancelled',
+      request: { params: RunIdParamSchema },
+      responses: {
+        200: { description: 'Cancelled', content: { 'application/json': { schema: RunStatusSchema } } },
+        404: {
+          description: 'No such run for this account',
+          content: { 'application/json': { schema: ErrorBody } },
+        },
+        409: {
+          description: 'The run is already terminal',
+          content: { 'application/json': { schema: ErrorBody } },
+        },
+      },
+    }),
+  )
+  app.delete('/svc/agents/runs/:runId', async (c) => {
+    const identity = callerOf(c)
+    const runId = runIdOf(c.req.param('runId'))
+    const owner = ownerOf(identity)
+    let reply: RunReply
+    try {
+      reply = await runObject(c.env, owner, runId).cancel(
+        owner,
+        'cancelled with DELETE /svc/agents/runs/{runId}',
+      )
+    } catch (err) {
+      throw runStoreUnavailable(err)
+    }
+    return c.json(answer(reply), 200)
+  })
+}

@@ -1,0 +1,43 @@
+/**
+ * POST /svc/code/v1/search: one web search through the configured provider chain (Brave, Tavily,
+ * SearXNG, in SEARCH_PROVIDERS order); test keys always get the built-in index. 400 bad input,
+ * 403 when the plan has no web search, 502 every provider failed (each named with how), 503 none
+ * configured. The agent loop's `web_search` tool calls run the same code.
+ */
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
+import { actionRequiredError, checkFeatureAccess } from '../../../shared/plans'
+import { parseWebSearchRequest, WebSearchResponseSchema } from '../../../shared/search/search.schemas'
+import { runWebSearch, searchChainFromEnv } from '../../../shared/search/search-chain'
+import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { isTestMode } from '../../../shared/worker/request-context'
+import type { CodeEnv } from './code.context'
+import { callerOf, planOf } from './turns'
+
+const SearchBody = z.object({
+  query: z.string().openapi({ description: 'What to search for (1-400 characters after trimming)' }),
+  count: z.int().min(1).max(10).optional().openapi({ description: 'Results wanted, 1-10 (default 5)' }),
+})
+
+export function searchRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'post',
+      path: '/svc/code/v1/search',
+      tags: ['Agent'],
+      summary: 'Web search: the provider used and titled results with URLs and snippets',
+      request: { body: { required: true, content: { 'application/json': { schema: SearchBody } } } },
+      responses: {
+        200: { description: 'Results', content: { 'application/json': { schema: WebSearchResponseSchema } } },
+      },
+    }),
+  )
+  app.post('/svc/code/v1/search', async (c) => {
+    const identity = callerOf(c)
+    const denied = checkFeatureAccess(planOf(identity), 'web_search')
+    if (denied) throw actionRequiredError(denied)
+    const request = parseWebSearchRequest(await c.req.json())
+    const chain = searchChainFromEnv(c.env, { testMode: isTestMode(identity) })
+    const result = await runWebSearch(request, chain, { signal: c.req.raw.signal })
+    return c.json(result, 200)
+  })
+}

@@ -1,0 +1,161 @@
+/**
+ * POST /svc/code/v1/turns: validates the turn (400), checks what the caller's plan allows
+ * (403 with the action-required body) and that the runtime it needs exists (503), then hands the
+ * turn to the run's AgentRun object and streams its NDJSON response through. The object decides
+ * reattach vs new turn (409s), meters the turn (402/429) and runs it.
+ */
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import type { AgentRun, RunOwner } from '../../../durable-objects/agent-run.do'
+import { supportsThinking } from '../../../shared/catalog/model-catalog'
+import { AppError } from '../../../shared/http/errors'
+import {
+  actionRequiredError,
+  checkFeatureAccess,
+  checkModelAccess,
+  getPlan,
+  type Plan,
+} from '../../../shared/plans'
+import { providerRegistryFromEnv } from '../../../shared/providers'
+import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { type Identity, isTestMode, principalId } from '../../../shared/worker/request-context'
+import type { CodeEnv } from './code.context'
+import {
+  assertThinkingSupported,
+  parseTurnRequest,
+  type TurnRequest,
+  TurnRequestSchema,
+  turnBodyHash,
+} from './turn.schemas'
+import { turnPlanOf } from './turn-plan'
+
+/** The object of a run: named by its owner and id, so runs of two accounts never share one. */
+export function runObject(env: CodeEnv, owner: RunOwner, runId: string): DurableObjectStub<AgentRun> {
+  return env.AGENT_RUN.get(env.AGENT_RUN.idFromName(`${owner.tenantId}/${owner.principalId}/${runId}`))
+}
+
+/** The scope a restricted credential needs for the agent plane (advertised in the MCP metadata). */
+export const AGENT_SCOPE = 'agents:write'
+
+/**
+ * The caller's identity (the gateway guarantees one on these routes). A credential that carries
+ * scopes is restricted to them and needs `agents:write` here (403 `insufficient_scope`); one
+ * without scopes is unrestricted within its role.
+ */
+export function callerOf(c: Context<FamilyEnv<CodeEnv>>): Identity {
+  const identity = c.get('request').identity
+  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
+  if (identity.scopes.length > 0 && !identity.scopes.includes(AGENT_SCOPE)) {
+    throw new AppError(
+      403,
+      'insufficient_scope',
+      `This credential is limited to the scopes ${identity.scopes.join(', ')}; the agent plane needs ${AGENT_SCOPE}. Use a credential with that scope.`,
+    )
+  }
+  return identity
+}
+
+export function ownerOf(identity: Identity): RunOwner {
+  return { tenantId: identity.tenantId, principalId: principalId(identity) }
+}
+
+export function runStoreUnavailable(err: unknown): AppError {
+  return new AppError(
+    503,
+    'run_store_unavailable',
+    'The durable run store is unavailable right now, so the turn was not started. Retry in a few seconds with the same body (it reattaches if the turn did start).',
+    {
+      headers: { 'retry-after': '2' },
+      internalMessage: `AgentRun call failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+    },
+  )
+}
+
+export function planOf(identity: Identity): Plan {
+  const plan = getPlan(identity.planId)
+  if (!plan) {
+    throw new AppError(503, 'plan_unknown', 'Your workspace plan could not be resolved; contact support.', {
+      internalMessage: `tenant ${identity.tenantId} has plan id ${identity.planId}, which is not in the plan catalog`,
+    })
+  }
+  return plan
+}
+
+/** 403s from the plan: agent runs, the model, thinking. */
+function checkEntitlements(plan: Plan, request: TurnRequest): void {
+  const agentRuns = checkFeatureAccess(plan, 'agent_runs')
+  if (agentRuns) throw actionRequiredError(agentRuns)
+  const model = checkModelAccess(plan, request.model)
+  if (model) throw actionRequiredError(model, { param: 'model' })
+  if (request.enable_thinking) {
+    const thinking = checkFeatureAccess(plan, 'thinking')
+    if (thinking)
+      throw actionRequiredError({ ...thinking, requested_model: request.model }, { param: 'enable_thinking' })
+  }
+}
+
+/** 503 when a live turn has no model provider for its model (test keys use the built-in model). */
+function checkRuntime(env: CodeEnv, request: TurnRequest, testMode: boolean): void {
+  if (testMode) return
+  const registry = providerRegistryFromEnv(env)
+  if (registry && registry.targetsFor(request.model).length > 0) return
+  throw new AppError(
+    503,
+    'provider_not_configured',
+    `No model provider is configured for ${request.model} on this deployment, so live turns cannot run. Use a test key (svc_sk_test_) for the built-in model, or ask the operator to map ${request.model} in MODEL_PROVIDERS.`,
+  )
+}
+
+export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'post',
+      path: '/svc/code/v1/turns',
+      tags: ['Agent'],
+      summary: 'Run one agent turn (svc.code.v1); the answer is an NDJSON event stream',
+      description:
+        'One JSON event per line (docs/agent-protocol.md). Re-posting the same run_id, turn_id and body reattaches, replaying events after `cursor`.',
+      request: { body: { required: true, content: { 'application/json': { schema: TurnRequestSchema } } } },
+      responses: {
+        200: {
+          description: 'application/x-ndjson event stream',
+          content: { 'application/x-ndjson': { schema: { type: 'string' } } },
+        },
+      },
+    }),
+  )
+  app.post('/svc/code/v1/turns', async (c) => {
+    const identity = callerOf(c)
+    const { requestId } = c.get('request')
+    const request = parseTurnRequest(await c.req.json())
+    assertThinkingSupported(request.model, request.enable_thinking, supportsThinking)
+    const plan = planOf(identity)
+    checkEntitlements(plan, request)
+    const testMode = isTestMode(identity)
+    checkRuntime(c.env, request, testMode)
+
+    const runId = request.run_id ?? crypto.randomUUID()
+    const owner = ownerOf(identity)
+    const turnPlan = turnPlanOf(request, {
+      testMode,
+      planId: plan.id,
+      webSearch: plan.features.includes('web_search'),
+      requestId,
+    })
+    const bodyHash = await turnBodyHash(request, runId)
+    let response: Response
+    try {
+      response = await runObject(c.env, owner, runId).postTurn({
+        owner,
+        identity,
+        runId,
+        request,
+        bodyHash,
+        plan: turnPlan,
+      })
+    } catch (err) {
+      throw runStoreUnavailable(err)
+    }
+    return new Response(response.body, response)
+  })
+}

@@ -1,0 +1,150 @@
+/**
+ * The RateLimiter Durable Object's RPC protocol and storage rows, as zod schemas: every call is
+ * validated when it reaches the object (a boundary like HTTP), and rows read back from its
+ * SQLite storage are validated before use.
+ *
+ * One object per tenant and mode (`<tenantId>:live`, `<tenantId>:test`): see docs/plans.md.
+ */
+import { z } from 'zod'
+import { MODEL_ALIASES } from '../catalog/model-aliases'
+import type { UpgradeDecisionSchema } from '../plans/upgrade-decision'
+
+export const METERING_MODES = ['live', 'test'] as const
+export type MeteringMode = (typeof METERING_MODES)[number]
+
+const Count = z.int().min(0)
+const TenantId = z.guid()
+const RequestId = z.string().min(1).max(200)
+/**
+ * Chosen by the client for each admitted request (a UUID). Request ids come from the caller's
+ * x-request-id and may repeat; reservations and ledger rows are keyed by this instead, so a
+ * reused request id can neither share a reservation nor escape metering.
+ */
+const ReservationId = z.string().min(1).max(64)
+
+/** Which object a call is for; the object checks it is the one it serves. */
+export const MeteringScopeSchema = z.object({
+  tenantId: TenantId,
+  mode: z.enum(METERING_MODES),
+  planId: z.string().min(1).max(64),
+})
+export type MeteringScope = z.infer<typeof MeteringScopeSchema>
+
+export const MeteredUsageSchema = z.object({
+  promptTokens: Count,
+  completionTokens: Count,
+  /** Part of promptTokens. */
+  cachedTokens: Count,
+  /** Part of completionTokens. */
+  reasoningTokens: Count,
+})
+export type MeteredUsage = z.infer<typeof MeteredUsageSchema>
+
+export const SettleInputSchema = MeteringScopeSchema.extend({
+  reservationId: ReservationId,
+  /** The request id the caller saw (x-request-id), recorded in the ledger. */
+  requestId: RequestId,
+  model: z.enum(MODEL_ALIASES),
+  /** e.g. `chat.completions`, `code.turns`. */
+  endpoint: z.string().min(1).max(64),
+  /** `key:<id>` or `sub:<subject>`. */
+  principal: z.string().min(1).max(256),
+  /** Provider id that served the request (`svc-test-mode` in test mode). */
+  provider: z.string().min(1).max(64),
+  /** null: nothing was produced (upstream refused or failed before answering) → the reservation is released, no ledger row. */
+  usage: MeteredUsageSchema.nullable(),
+  /** True when the usage was counted with the tokenizer (stream cut, upstream sent none). */
+  estimated: z.boolean(),
+})
+export type SettleInput = z.infer<typeof SettleInputSchema>
+
+/** Most settles one call may carry. */
+export const MAX_SETTLE_BATCH = 1000
+export const SettleBatchSchema = z.array(SettleInputSchema).max(MAX_SETTLE_BATCH)
+
+export const AcquireInputSchema = MeteringScopeSchema.extend({
+  reservationId: ReservationId,
+  model: z.enum(MODEL_ALIASES),
+  /** Tokens the request may use: prompt tokens (counted) + the output budget. Reserved until settled. */
+  estimatedTokens: Count,
+  /** Usage of earlier requests of the same tenant and mode, delivered with this call (piggybacked). */
+  settles: SettleBatchSchema.optional(),
+})
+export type AcquireInput = z.infer<typeof AcquireInputSchema>
+
+export const RateLimitSnapshotSchema = z.object({
+  limitRequests: Count,
+  remainingRequests: Count,
+  /** Milliseconds until the oldest counted request leaves the one-minute window (0 when none). */
+  resetRequestsMs: Count,
+  limitTokens: Count,
+  remainingTokens: Count,
+  resetTokensMs: Count,
+})
+export type RateLimitSnapshot = z.infer<typeof RateLimitSnapshotSchema>
+
+/**
+ * What `Meter.acquire` returns and `Meter.settle` needs back: a plain object, so a caller that
+ * settles later (after a restart) can store it and validate it with this schema when reading it.
+ */
+export const MeterGrantSchema = z.object({
+  reservationId: ReservationId,
+  requestId: RequestId,
+  model: z.enum(MODEL_ALIASES),
+  snapshot: RateLimitSnapshotSchema,
+  /** x-ratelimit-* headers for the response. */
+  headers: z.record(z.string(), z.string()),
+})
+export type MeterGrant = z.infer<typeof MeterGrantSchema>
+
+export type AcquireResult =
+  | { readonly kind: 'granted'; readonly snapshot: RateLimitSnapshot }
+  | {
+      readonly kind: 'refused'
+      readonly decision: z.infer<typeof UpgradeDecisionSchema>
+      readonly snapshot: RateLimitSnapshot
+    }
+  /** The balance could not be loaded (database unreachable): the request is not admitted. */
+  | { readonly kind: 'unavailable'; readonly detail: string }
+
+export interface SettleResult {
+  /** False when this request id was already settled (idempotent) or nothing was metered. */
+  readonly recorded: boolean
+  readonly creditsUnits: number
+}
+
+/** One metered request, as the object stores it until it is flushed to Postgres. */
+export const LedgerEntrySchema = z.object({
+  reservationId: ReservationId,
+  requestId: RequestId,
+  createdAt: Count,
+  principal: z.string(),
+  mode: z.enum(METERING_MODES),
+  endpoint: z.string(),
+  model: z.enum(MODEL_ALIASES),
+  provider: z.string(),
+  promptTokens: Count,
+  completionTokens: Count,
+  cachedTokens: Count,
+  reasoningTokens: Count,
+  /** Credits charged for this request, in units of 1/10,000 cent (0 within the allowance and in test mode). */
+  creditsUnits: Count,
+  estimated: z.boolean(),
+})
+export type LedgerEntry = z.infer<typeof LedgerEntrySchema>
+
+/** The tenant's balance row for the current period as Postgres has it (tenant_balances). */
+export interface BalanceRow {
+  readonly periodStart: number
+  readonly tokensUsed: number
+  readonly creditsUnits: number
+  readonly overageUnits: number
+  readonly usageCreditsEnabled: boolean
+  /** The account's own overage cap in cents; null = the plan's default. */
+  readonly spendCapCents: number | null
+}
+
+/** The balance row plus this period's live tokens per model (from usage_ledger), read when the object starts. */
+export interface StoredBalance extends BalanceRow {
+  readonly modelTokens: Readonly<Record<string, number>>
+}
