@@ -131,7 +131,9 @@ describe(`chat upstream: failover and retries (${stack.kind})`, () => {
     const t = tag()
     const res = await chat(team.liveKey, { model: 'svc-hive', messages: user(`Unreachable ${t}`) })
     expect(res.status).toBe(200)
-    expect((await res.json()).choices[0].message.content).toBe(`Fake upstream fake-hive reply: Unreachable ${t}`)
+    expect((await res.json()).choices[0].message.content).toBe(
+      `Fake upstream fake-hive reply: Unreachable ${t}`,
+    )
     expect(await routesOf(t)).toEqual([''])
   })
 
