@@ -36,6 +36,11 @@ done
 # ---- start the targets (each in its own process group; PIDs in $RUN) --------------------------
 start() { local name=$1; shift; setsid "$@" > "$LOGS/$name.log" 2>&1 & echo $! > "$RUN/$name.pid"; }
 stop_all() {
+  # The product first, by its own process only, so it stops workerd and its database itself.
+  if [[ -f $RUN/svc.pid ]]; then
+    local s; s=$(cat "$RUN/svc.pid"); kill -TERM "$s" 2>/dev/null
+    for _ in $(seq 1 30); do kill -0 "$s" 2>/dev/null || break; sleep 1; done
+  fi
   for f in "$RUN"/*.pid; do [[ -f $f ]] || continue
     local p; p=$(cat "$f"); kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; done
   sleep 5
@@ -132,7 +137,10 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 
+if want svc; then
+  sleep 3   # the RateLimiter writes within 100 ms and flushes to Postgres about once a second
+  tsx "$ROOT/bench/chat-stack.ts" ledger "$STACK_DIR" | sed 's/^/# svc /' | tee -a "$OUT.meta" >&2
+fi
 stop_all; trap - EXIT
-grep -h '^ledger:' "$LOGS/svc.log" 2>/dev/null | sed 's/^/svc /' | tee -a "$OUT.meta" >&2
 rm -rf "$STACK_DIR"
 "$NODE" chat-summarize.mjs "$OUT" | tee "${OUT%.jsonl}.summary.md"

@@ -9,11 +9,11 @@
  *   still runs on every request: API-key auth, the plan checks, the RateLimiter object's rate and
  *   allowance checks with reservations, metering, the ledger and its batched flush to Postgres.
  *
- * Writes the live key to <dataDir>/bench-key. On SIGTERM it waits for the last ledger flush,
- * prints how many requests the ledger holds for the workspace, and stops.
- * Usage: tsx bench/chat-stack.ts <port> <upstream base url> <dataDir>
+ * Writes the live key to <dataDir>/bench-key. Usage:
+ *   tsx bench/chat-stack.ts <port> <upstream base url> <dataDir>   start (SIGTERM stops)
+ *   tsx bench/chat-stack.ts ledger <dataDir>                       what the ledger holds (stack running)
  */
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { sql } from 'drizzle-orm'
 import WebSocket from 'ws'
@@ -21,8 +21,15 @@ import { startStack } from '../scripts/stack.ts'
 import { openDatabase, useWebSocketConstructor } from '../shared/db/client.ts'
 import { PLAN_CATALOG_CONFIG } from '../shared/plans/plan-catalog.ts'
 
-const [portArg = '18790', upstreamBase = 'http://127.0.0.1:18080/v1', dataDirArg = '.data/bench-chat'] =
-  process.argv.slice(2)
+const [command = '18790', ...rest] = process.argv.slice(2)
+if (command === 'ledger') {
+  await printLedger(path.resolve(rest[0] ?? '.data/bench-chat'))
+  process.exit(0)
+}
+const [portArg, upstreamBase = 'http://127.0.0.1:18080/v1', dataDirArg = '.data/bench-chat'] = [
+  command,
+  ...rest,
+]
 const dataDir = path.resolve(dataDirArg)
 
 const providers = {
@@ -60,29 +67,27 @@ const stack = await startStack({
   bindings: { MODEL_PROVIDERS: JSON.stringify(providers), PLAN_CATALOG: JSON.stringify(catalog) },
 })
 writeFileSync(path.join(dataDir, 'bench-key'), stack.credentials.liveKey)
+writeFileSync(path.join(dataDir, 'bench-tenant'), stack.credentials.tenantId)
 console.log(`bench stack ready on ${stack.baseUrl} (tenant ${stack.credentials.tenantId})`)
 
-let stopping = false
-async function stop(): Promise<void> {
-  if (stopping) return
-  stopping = true
-  await new Promise((resolve) => setTimeout(resolve, 3_000))
-  try {
-    const runtime = (await import(path.join(dataDir, 'runtime.json'), { with: { type: 'json' } })) as {
-      default: { database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string } }
-    }
-    useWebSocketConstructor(WebSocket)
-    const database = openDatabase(runtime.default.database, { max: 1 })
-    const result = await database.db.execute<{ rows: string; tokens: string }>(sql`
-      select count(*)::text as rows, coalesce(sum(prompt_tokens + completion_tokens), 0)::text as tokens
-      from usage_ledger where tenant_id = ${stack.credentials.tenantId}::uuid`)
-    console.log(`ledger: ${result.rows[0]?.rows} metered requests, ${result.rows[0]?.tokens} tokens`)
-    await database.close()
-  } catch (err) {
-    console.log(`ledger: could not be read (${String(err)})`)
-  }
+const stop = async () => {
   await stack.stop()
   process.exit(0)
 }
 process.on('SIGTERM', stop)
 process.on('SIGINT', stop)
+
+/** What the ledger holds for the benchmark workspace (run while the stack is up). */
+async function printLedger(dir: string): Promise<void> {
+  const runtime = JSON.parse(readFileSync(path.join(dir, 'runtime.json'), 'utf8')) as {
+    database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string }
+  }
+  const tenantId = readFileSync(path.join(dir, 'bench-tenant'), 'utf8').trim()
+  useWebSocketConstructor(WebSocket)
+  const database = openDatabase(runtime.database, { max: 1 })
+  const result = await database.db.execute<{ rows: string; tokens: string }>(sql`
+    select count(*)::text as rows, coalesce(sum(prompt_tokens + completion_tokens), 0)::text as tokens
+    from usage_ledger where tenant_id = ${tenantId}::uuid`)
+  console.log(`ledger: ${result.rows[0]?.rows} metered requests, ${result.rows[0]?.tokens} tokens`)
+  await database.close()
+}
