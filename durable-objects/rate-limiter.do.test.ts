@@ -275,10 +275,15 @@ describe('RateLimiter: restarts and the balance', () => {
     expect((await h.acquire('c')).kind).toBe('granted')
   })
 
-  it('answers unavailable while the balance cannot be loaded, and recovers without a restart', async () => {
-    const store = new MemoryStore()
-    store.failures = 1
-    const h = await harness('live', 'team', store)
+  it('rides out one failed balance load, answers unavailable after two, and recovers without a restart', async () => {
+    const flaky = new MemoryStore()
+    flaky.failures = 1
+    expect((await (await harness('live', 'team', flaky)).acquire('a')).kind).toBe('granted')
+    expect(flaky.calls.load).toBe(2)
+
+    const down = new MemoryStore()
+    down.failures = 2
+    const h = await harness('live', 'team', down)
     expect(await h.acquire('a')).toEqual({ kind: 'unavailable', detail: 'connection refused' })
     expect((await h.acquire('b')).kind).toBe('granted')
   })

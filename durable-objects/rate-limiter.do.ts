@@ -72,6 +72,9 @@ export interface RateLimiterEnv extends DatabaseEnv {
 const SCHEMA_VERSION = 1
 const KEEP_FLUSHED_MS = 60 * 60_000
 const RETRY_FLUSH_MS = 5_000
+const RETRY_WRITE_MS = 1_000
+/** A failed balance load is retried once after this long before the request is refused. */
+const RETRY_LOAD_MS = 200
 /** Clients resend an unacknowledged settle within about half a second; remembered far longer. */
 const RECENT_RESERVATIONS_MS = 10 * 60_000
 
@@ -341,14 +344,23 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
       e.creditsUnits,
       e.estimated ? 1 : 0,
     ])
-    this.ctx.storage.sql.exec(
-      `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
-        provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated)
-       select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
-         value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13
-       from json_each(?)`,
-      JSON.stringify(rows),
-    )
+    try {
+      this.ctx.storage.sql.exec(
+        `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
+          provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated)
+         select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
+           value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13
+         from json_each(?)`,
+        JSON.stringify(rows),
+      )
+    } catch (err) {
+      // Keep the rows in memory and try again shortly; never let a timer throw in the object.
+      console.error(
+        JSON.stringify({ level: 'error', event: 'ledger_write_failed', detail: describeError(err) }),
+      )
+      this.writeTimer = setTimeout(() => this.writeUnwritten(), RETRY_WRITE_MS)
+      return
+    }
     this.unwritten.clear()
     this.scheduleAlarm(this.clock() + this.flushDelayMs)
   }
@@ -391,7 +403,12 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     let balance: LimiterBalance | null = null
     if (mode === 'live') {
       if (!this.store) throw new Error('DATABASE_URL is not set, so the live balance cannot be loaded')
-      const stored = await this.store.loadBalance(tenantId, plan, now)
+      const store = this.store
+      const stored = await store.loadBalance(tenantId, plan, now).catch(async () => {
+        // One transient failure (a dropped connection) should not refuse a request.
+        await new Promise((resolve) => setTimeout(resolve, RETRY_LOAD_MS))
+        return store.loadBalance(tenantId, plan, now)
+      })
       balance = balanceFromStored(stored)
       for (const { entry } of this.rows(`where flushed = 0 and created_at >= ?`, stored.periodStart)) {
         const total = entry.promptTokens + entry.completionTokens
