@@ -1,25 +1,13 @@
 import type { Context } from 'hono'
-import { type Drizzle, openDatabase } from '../../../shared/db/client'
-import { AppError } from '../../../shared/http/errors'
+import type { Drizzle } from '../../../shared/db/client'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { KnowledgeEnv } from './knowledge.context'
 
-/** Runs `work` with a request-scoped database; closes it after the response. */
-export async function withDatabase<T>(
+/** Runs `work` with a request-scoped database (see shared/worker/request-database.ts). */
+export function withDatabase<T>(
   c: Context<FamilyEnv<KnowledgeEnv>>,
   work: (db: Drizzle) => Promise<T>,
 ): Promise<T> {
-  const database = openDatabase(c.env, { max: 1 })
-  try {
-    return await work(database.db)
-  } catch (err) {
-    if (err instanceof AppError) throw err
-    throw new AppError(503, 'store_unavailable', 'The knowledge store is unavailable; retry shortly.', {
-      internalMessage: String(err),
-      cause: err,
-      headers: { 'retry-after': '2' },
-    })
-  } finally {
-    c.executionCtx.waitUntil(database.close())
-  }
+  return withRequestDatabase(c, 'knowledge', work)
 }

@@ -1,33 +1,17 @@
 import type { Context } from 'hono'
-import { type Drizzle, openDatabase } from '../../../shared/db/client'
+import type { Drizzle } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import type { Identity } from '../../../shared/worker/request-context'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { PlatformEnv } from './platform.context'
 
-/** Runs `work` with a request-scoped database; closes it after the response. */
-export async function withDatabase<T>(
+/** Runs `work` with a request-scoped database (see shared/worker/request-database.ts). */
+export function withDatabase<T>(
   c: Context<FamilyEnv<PlatformEnv>>,
   work: (db: Drizzle) => Promise<T>,
 ): Promise<T> {
-  const database = openDatabase(c.env, { max: 1 })
-  try {
-    return await work(database.db)
-  } catch (err) {
-    if (err instanceof AppError) throw err
-    throw new AppError(
-      503,
-      'platform_store_unavailable',
-      'The platform store is unavailable; retry shortly.',
-      {
-        internalMessage: `${String(err)}${err instanceof Error && err.cause ? ` (cause: ${String(err.cause)})` : ''}`,
-        cause: err,
-        headers: { 'retry-after': '2' },
-      },
-    )
-  } finally {
-    c.executionCtx.waitUntil(database.close())
-  }
+  return withRequestDatabase(c, 'platform', work)
 }
 
 /** The caller's identity, refused with 403 `insufficient_role` unless it is an owner or admin. */
