@@ -32,6 +32,22 @@ export async function readBodyBytes(request: Request, maxBytes: number): Promise
   return out
 }
 
+/**
+ * The body as text. A declared Content-Length within the limit is read in one native call (the
+ * HTTP layer delivers exactly that many bytes); otherwise the stream is read with the limit
+ * enforced as it goes.
+ */
+export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null && /^\d+$/.test(declared)) {
+    if (Number(declared) > maxBytes) throw tooLarge(maxBytes)
+    const bytes = await request.arrayBuffer()
+    if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes)
+    return new TextDecoder().decode(bytes)
+  }
+  return new TextDecoder().decode(await readBodyBytes(request, maxBytes))
+}
+
 export function tooLarge(maxBytes: number): AppError {
   return new AppError(
     413,
@@ -61,8 +77,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
       `This endpoint takes a JSON body; send it with Content-Type: application/json (got ${request.headers.get('content-type') ?? 'no Content-Type'}).`,
     )
   }
-  const bytes = await readBodyBytes(request, maxBytes)
-  const text = new TextDecoder().decode(bytes)
+  const text = await readBodyText(request, maxBytes)
   if (text.trim() === '') {
     throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
   }

@@ -6,7 +6,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
-import { isJsonContentType, readBodyBytes } from '../http/body'
+import { isJsonContentType, readBodyText } from '../http/body'
 import { AppError, toAppError } from '../http/errors'
 import { validationError } from '../http/validation'
 import { type Identity, type RequestContext, requestContextOf } from './request-context'
@@ -62,12 +62,12 @@ export function createFamilyApp<Bindings extends object>() {
     }
     c.set('request', context)
     if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
-      const bytes = await readBodyBytes(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY)
-      const text = new TextDecoder().decode(bytes)
+      const text = await readBodyText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY)
       if (text.trim() === '')
         throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
+      let json: unknown
       try {
-        JSON.parse(text)
+        json = JSON.parse(text)
       } catch (err) {
         const detail = err instanceof SyntaxError ? err.message : 'unparseable'
         throw new AppError(
@@ -76,8 +76,10 @@ export function createFamilyApp<Bindings extends object>() {
           `The request body is not valid JSON (${detail}). Send a JSON object.`,
         )
       }
-      // Hono caches body reads as promises; the validators below reuse this one.
-      ;(c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text)
+      // Hono caches body reads as promises; handlers and validators reuse these (parsed once).
+      const cache = c.req.bodyCache as Record<string, unknown>
+      cache.text = Promise.resolve(text)
+      cache.json = Promise.resolve(json)
     }
     await next()
     c.header('x-request-id', context.requestId)

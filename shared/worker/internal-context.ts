@@ -1,15 +1,29 @@
 /**
- * The request context travels from the gateway to a family worker in one internal header,
- * signed with HMAC-SHA-256 under INTERNAL_CONTEXT_SECRET (a secret only the gateway and the
- * family workers hold). The gateway always overwrites the header, families refuse a request whose
- * header is missing or does not verify, and family workers are not routable, so a client can
- * neither forge nor replay an identity. (A plain service-binding `fetch()` with this header costs
- * about half of a JS RPC call carrying the Request and Response objects; see docs/benchmarks.md.)
+ * The request context travels from the gateway to a family worker in one internal header:
+ *
+ *   x-svc-internal-context: <identity>.<signature>.<request>
+ *
+ * `identity` (base64url JSON of the authenticated Identity, or null on public routes) is signed
+ * with HMAC-SHA-256 under INTERNAL_CONTEXT_SECRET, a secret only the gateway and the family
+ * workers hold; `request` (base64url JSON: request id, the route's body limit, the public base
+ * URL) is not. The gateway always overwrites the header, families refuse a request whose header is
+ * missing or whose identity does not verify, and family workers are not routable, so a client can
+ * neither forge nor replay an identity.
+ *
+ * Why only the identity is signed: it is the part that grants access, and it is the same for
+ * every request of a credential, so the gateway seals it once per cached identity and a family
+ * verifies it once per isolate (both sides keep the result); signing the whole context would put
+ * an HMAC, a JSON encoding and a base64 pass on both sides of every request. The request part
+ * can only matter to someone who already reaches a family worker directly, and families bound it
+ * anyway (MAX_BODY_BYTES_CEILING). See docs/benchmarks.md for what the per-request cost was.
  */
 import { base64urlDecode, base64urlEncode, ownBytes, utf8Decode } from '../crypto/encoding'
-import type { RequestContext } from './request-context'
+import type { Identity, RequestContext } from './request-context'
 
 export const CONTEXT_HEADER = 'x-svc-internal-context'
+
+/** No route takes more than this; a family never trusts a larger limit from the header. */
+export const MAX_BODY_BYTES_CEILING = 64 * 1024 * 1024
 
 const encoder = new TextEncoder()
 const keys = new Map<string, Promise<CryptoKey>>()
@@ -26,19 +40,72 @@ function hmacKey(secret: string): Promise<CryptoKey> {
   return key
 }
 
-export async function sealContext(context: RequestContext, secret: string): Promise<string> {
-  const payload = base64urlEncode(encoder.encode(JSON.stringify(context)))
+function encodeJson(value: unknown): string {
+  return base64urlEncode(encoder.encode(JSON.stringify(value)))
+}
+
+function decodeJson(segment: string): unknown {
+  const bytes = base64urlDecode(segment)
+  const json = bytes && utf8Decode(bytes)
+  if (!json) return undefined
+  try {
+    return JSON.parse(json)
+  } catch {
+    return undefined
+  }
+}
+
+async function sealIdentity(identity: Identity | null, secret: string): Promise<string> {
+  const payload = encodeJson(identity)
   const signature = await crypto.subtle.sign('HMAC', await hmacKey(secret), encoder.encode(payload))
   return `${payload}.${base64urlEncode(new Uint8Array(signature))}`
 }
 
-/** The context, or null when the header is absent, malformed or not signed with `secret`. */
-export async function openContext(header: string | null, secret: string): Promise<RequestContext | null> {
-  if (!header) return null
-  const dot = header.indexOf('.')
-  if (dot <= 0) return null
-  const payload = header.slice(0, dot)
-  const signature = base64urlDecode(header.slice(dot + 1))
+/**
+ * Sealed identities by identity object: the gateway's credential caches hand out the same
+ * Identity object for every request of a credential, so a hot credential is sealed once.
+ */
+let sealedFor: {
+  secret: string
+  byIdentity: WeakMap<Identity, Promise<string>>
+  anonymous: Promise<string>
+} | null = null
+
+function sealedIdentity(identity: Identity | null, secret: string): Promise<string> {
+  if (!sealedFor || sealedFor.secret !== secret) {
+    sealedFor = { secret, byIdentity: new WeakMap(), anonymous: sealIdentity(null, secret) }
+  }
+  if (!identity) return sealedFor.anonymous
+  let sealed = sealedFor.byIdentity.get(identity)
+  if (!sealed) {
+    sealed = sealIdentity(identity, secret)
+    sealedFor.byIdentity.set(identity, sealed)
+  }
+  return sealed
+}
+
+export async function sealContext(context: RequestContext, secret: string): Promise<string> {
+  const identity = await sealedIdentity(context.identity, secret)
+  const request = encodeJson({
+    requestId: context.requestId,
+    maxBodyBytes: context.maxBodyBytes,
+    baseUrl: context.baseUrl,
+  })
+  return `${identity}.${request}`
+}
+
+/** Identities this isolate has verified under `secret`, by their sealed form (bounded; oldest dropped first). */
+const MAX_VERIFIED = 1_000
+let verifiedFor: { secret: string; identities: Map<string, Identity | null> } | null = null
+
+async function openIdentity(sealed: string, secret: string): Promise<{ identity: Identity | null } | null> {
+  if (!verifiedFor || verifiedFor.secret !== secret) verifiedFor = { secret, identities: new Map() }
+  const verified = verifiedFor.identities
+  const known = verified.get(sealed)
+  if (known !== undefined) return { identity: known }
+  const dot = sealed.indexOf('.')
+  const payload = sealed.slice(0, dot)
+  const signature = base64urlDecode(sealed.slice(dot + 1))
   if (!signature) return null
   const valid = await crypto.subtle.verify(
     'HMAC',
@@ -47,12 +114,37 @@ export async function openContext(header: string | null, secret: string): Promis
     encoder.encode(payload),
   )
   if (!valid) return null
-  const bytes = base64urlDecode(payload)
-  const json = bytes && utf8Decode(bytes)
-  if (!json) return null
-  try {
-    return JSON.parse(json) as RequestContext
-  } catch {
+  const identity = decodeJson(payload)
+  if (identity === undefined || (identity !== null && typeof identity !== 'object')) return null
+  if (verified.size >= MAX_VERIFIED) {
+    const oldest = verified.keys().next().value
+    if (oldest !== undefined) verified.delete(oldest)
+  }
+  verified.set(sealed, identity as Identity | null)
+  return { identity: identity as Identity | null }
+}
+
+/** The context, or null when the header is absent, malformed or its identity is not signed with `secret`. */
+export async function openContext(header: string | null, secret: string): Promise<RequestContext | null> {
+  if (!header) return null
+  const first = header.indexOf('.')
+  const second = first > 0 ? header.indexOf('.', first + 1) : -1
+  if (second <= first + 1 || header.indexOf('.', second + 1) !== -1) return null
+  const opened = await openIdentity(header.slice(0, second), secret)
+  if (!opened) return null
+  const request = decodeJson(header.slice(second + 1)) as Partial<RequestContext> | undefined
+  if (
+    !request ||
+    typeof request.requestId !== 'string' ||
+    typeof request.maxBodyBytes !== 'number' ||
+    typeof request.baseUrl !== 'string'
+  ) {
     return null
+  }
+  return {
+    requestId: request.requestId,
+    identity: opened.identity,
+    maxBodyBytes: Math.min(Math.max(0, request.maxBodyBytes), MAX_BODY_BYTES_CEILING),
+    baseUrl: request.baseUrl,
   }
 }

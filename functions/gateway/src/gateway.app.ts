@@ -88,13 +88,24 @@ function checkBody(route: RouteSpec, request: Request): void {
   }
 }
 
+/**
+ * Every response leaves with the request id (and CORS headers for an allowed browser origin).
+ * Family responses already carry the id (the family app sets it) and arrive with immutable
+ * headers, so they pass through untouched unless CORS headers must be added to a copy.
+ */
 function decorate(response: Response, requestId: string, origin: string | null): Response {
+  const hasId = response.headers.get('x-request-id') === requestId
+  if (hasId && !origin) return response
   let res = response
-  try {
-    res.headers.set('x-request-id', requestId)
-  } catch {
+  if (hasId) {
     res = new Response(response.body, response)
-    res.headers.set('x-request-id', requestId)
+  } else {
+    try {
+      res.headers.set('x-request-id', requestId)
+    } catch {
+      res = new Response(response.body, response)
+      res.headers.set('x-request-id', requestId)
+    }
   }
   if (origin) applyCors(res.headers, origin)
   return res
@@ -129,8 +140,10 @@ export const gatewayApp = new Hono<GatewayApp>()
 
 gatewayApp.use(async (c, next) => {
   const requestId = requestIdFor(c.req.header('x-request-id') ?? null)
+  const url = new URL(c.req.url)
   c.set('requestId', requestId)
-  c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || new URL(c.req.url).origin)
+  c.set('url', url)
+  c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || url.origin)
   await next()
   c.res = decorate(
     c.res,
@@ -171,7 +184,7 @@ gatewayApp.all('*', async (c) => {
       requestId,
     )
   }
-  const url = new URL(request.url)
+  const url = c.get('url')
   const lookup = routes.lookup(request.method, url.pathname)
 
   if (lookup.kind === 'match' && lookup.match.route.access === 'public') {

@@ -34,6 +34,8 @@ export interface GatewayEnv extends DatabaseEnv {
 
 export interface GatewayVariables {
   requestId: string
+  /** The request URL, parsed once. */
+  url: URL
   baseUrl: string
 }
 
