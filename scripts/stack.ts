@@ -1,20 +1,29 @@
 /**
  * The whole product on one machine: Postgres (embedded PGlite, or the server named by
  * DATABASE_URL) behind the WebSocket bridge, migrations and the seeded development workspace,
- * then every worker in one Miniflare (workerd) runtime with the gateway listening on HOST:PORT.
- * Only the gateway gets a socket; the families are reachable only through its service bindings.
+ * then every worker in one workerd with the gateway listening on HOST:PORT. Only the gateway gets a
+ * socket; the families are reachable only through its service bindings.
+ *
+ * Two runtimes run the same bundles with the same bindings:
+ * - 'miniflare' (default, `npm start`): workerd driven by Miniflare, which adds its entry worker in
+ *   front of the gateway and an outbound interceptor worker behind every fetch();
+ * - 'workerd': plain `workerd serve` on a generated config (scripts/workerd-runtime.ts), as in
+ *   production without those two extra workers per request. Benchmarks use this one.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { convertV4MiniflareOptions, type LegacyWorkerOptions, Log, LogLevel, Miniflare } from 'miniflare'
-import { unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
+import { type Unstable_Config, unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
 import { generateSigningKey } from '../shared/crypto/jwk.ts'
 import type { JwsAlgorithm } from '../shared/crypto/jws-algorithms.ts'
 import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
 import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
 import { startWsBridge } from './db/ws-bridge.ts'
+import { startWorkerd } from './workerd-runtime.ts'
 import { bundleWorker, ROOT, workerConfigPaths } from './workers.ts'
+
+export type StackRuntime = 'miniflare' | 'workerd'
 
 export interface StackOptions {
   host: string
@@ -24,15 +33,77 @@ export interface StackOptions {
   databaseUrl?: string
   /** Extra bindings (vars/secrets) given to every worker, e.g. provider configuration. */
   bindings?: Record<string, string>
+  /** Miniflare's log level; on runtime 'workerd', DEBUG and above turn on workerd's `--verbose`. */
   logLevel?: LogLevel
+  /** 'miniflare' (default) or 'workerd' (plain `workerd serve`, as in production). */
+  runtime?: StackRuntime
 }
 
 export interface Stack {
   baseUrl: string
   credentials: DevCredentials
   database: { kind: 'embedded' | 'external'; bridgeUrl: string | null }
-  miniflare: Miniflare
+  runtime: StackRuntime
+  /** Set on runtime 'miniflare' only. */
+  miniflare?: Miniflare
   stop(): Promise<void>
+}
+
+const GATEWAY = 'svc-gateway'
+
+/** One worker, bundled, with the options Miniflare runs it with (the bindings of both runtimes). */
+export interface BuiltWorker {
+  name: string
+  config: Unstable_Config
+  scriptPath: string
+  options: LegacyWorkerOptions
+}
+
+/**
+ * Bundles every worker into `buildDir` and derives its options from its wrangler config, adding
+ * `extraBindings(name)` to its plain bindings. The gateway comes first.
+ */
+export async function buildWorkers(
+  buildDir: string,
+  extraBindings: (name: string) => Record<string, string>,
+): Promise<BuiltWorker[]> {
+  const workers: BuiltWorker[] = []
+  for (const configPath of workerConfigPaths()) {
+    const config = unstable_readConfig({ config: path.join(ROOT, configPath) })
+    const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config)
+    const name = config.name ?? configPath
+    const scriptPath = path.join(buildDir, name, 'index.js')
+    await bundleWorker(main ?? '', scriptPath)
+    const options = {
+      ...workerOptions,
+      name,
+      modules: true,
+      scriptPath,
+      modulesRoot: path.dirname(scriptPath),
+      modulesRules: undefined,
+      rootPath: undefined,
+      bindings: { ...(workerOptions.bindings as Record<string, unknown>), ...extraBindings(name) },
+    } as LegacyWorkerOptions
+    workers.push({ name, config, scriptPath, options })
+  }
+  const gateway = workers.findIndex((w) => w.name === GATEWAY)
+  if (gateway < 0) throw new Error(`no ${GATEWAY} among ${workers.map((w) => w.name).join(', ')}`)
+  return [...workers.splice(gateway, 1), ...workers]
+}
+
+/** Durable Object classes a worker hosts, from its `[[migrations]]`: class → SQLite-backed. */
+export function durableObjectClasses(config: Unstable_Config): Map<string, boolean> {
+  const classes = new Map<string, boolean>()
+  for (const migration of config.migrations ?? []) {
+    for (const c of migration.new_classes ?? []) classes.set(c, false)
+    for (const c of migration.new_sqlite_classes ?? []) classes.set(c, true)
+    for (const { from, to } of migration.renamed_classes ?? []) {
+      classes.set(to, classes.get(from) ?? false)
+      classes.delete(from)
+    }
+    for (const c of migration.deleted_classes ?? []) classes.delete(c)
+  }
+  return classes
 }
 
 /** Algorithms of the local signing keys: ML-DSA-65 (default), ML-DSA-87 (Maximum/Government), Ed25519. */
@@ -104,54 +175,63 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
     const signingKeys = configuredKeys ?? (await localSigningKeys(options.dataDir))
 
-    // 4. Workers: bundle each, take its bindings from its wrangler config.
-    const buildDir = path.join(options.dataDir, 'build')
-    const workers: LegacyWorkerOptions[] = []
-    for (const configPath of workerConfigPaths()) {
-      const config = unstable_readConfig({ config: path.join(ROOT, configPath) })
-      const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config)
-      const name = config.name ?? configPath
-      const outfile = path.join(buildDir, name, 'index.js')
-      await bundleWorker(main ?? '', outfile)
-      workers.push({
-        ...workerOptions,
-        name,
-        modules: true,
-        scriptPath: outfile,
-        modulesRoot: path.dirname(outfile),
-        modulesRules: undefined,
-        rootPath: undefined,
-        bindings: {
-          ...(workerOptions.bindings as Record<string, unknown>),
-          ...dbEnv,
-          ...sharedBindings,
-          ...(name === 'svc-auth' ? { JWT_SIGNING_KEYS: signingKeys } : {}),
-        },
-      } as LegacyWorkerOptions)
-    }
-    const gatewayIndex = workers.findIndex((w) => w.name === 'svc-gateway')
-    const [gateway] = workers.splice(gatewayIndex, 1)
-
-    const miniflare = new Miniflare(
-      convertV4MiniflareOptions({
+    // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all.
+    const workers = await buildWorkers(path.join(options.dataDir, 'build'), (name) => ({
+      ...dbEnv,
+      ...sharedBindings,
+      ...(name === 'svc-auth' ? { JWT_SIGNING_KEYS: signingKeys } : {}),
+    }))
+    const runtime = options.runtime ?? 'miniflare'
+    let baseUrl: string
+    let miniflare: Miniflare | undefined
+    if (runtime === 'workerd') {
+      const workerd = await startWorkerd({
         host: options.host,
         port: options.port,
-        log: new Log(options.logLevel ?? LogLevel.WARN),
-        defaultPersistRoot: path.join(options.dataDir, 'miniflare'),
-        // No network lookup of the Request.cf object: local requests get a fixed placeholder.
-        cf: false,
-        workers: [gateway!, ...workers],
-      }),
-    )
-    stops.push(() => miniflare.dispose())
-    const url = await miniflare.ready
-    const baseUrl = url.origin
+        entry: GATEWAY,
+        dataDir: options.dataDir,
+        verbose: (options.logLevel ?? LogLevel.WARN) >= LogLevel.DEBUG,
+        workers: workers.map((w) => ({
+          name: w.name,
+          scriptPath: w.scriptPath,
+          compatibilityDate: w.config.compatibility_date ?? '',
+          compatibilityFlags: w.config.compatibility_flags,
+          options: w.options as Record<string, unknown>,
+          durableObjectClasses: durableObjectClasses(w.config),
+        })),
+      })
+      stops.push(() => workerd.stop())
+      baseUrl = workerd.url.origin
+    } else {
+      miniflare = new Miniflare(
+        convertV4MiniflareOptions({
+          host: options.host,
+          port: options.port,
+          log: new Log(options.logLevel ?? LogLevel.WARN),
+          defaultPersistRoot: path.join(options.dataDir, 'miniflare'),
+          // No network lookup of the Request.cf object: local requests get a fixed placeholder.
+          cf: false,
+          // The first worker is the one on Miniflare's socket.
+          workers: workers.map((w) => w.options),
+        }),
+      )
+      const instance = miniflare
+      stops.push(() => instance.dispose())
+      baseUrl = (await miniflare.ready).origin
+    }
     // Lets tools (tests, the workspace CLI) reach this running stack's database: PGlite is
     // single-process, so they go through the bridge rather than opening the data folder.
     const runtimeFile = path.join(options.dataDir, 'runtime.json')
     writeFileSync(runtimeFile, `${JSON.stringify({ baseUrl, pid: process.pid, database: dbEnv }, null, 2)}\n`)
     stops.push(async () => rmSync(runtimeFile, { force: true }))
-    return { baseUrl, credentials, database: { kind, bridgeUrl }, miniflare, stop }
+    return {
+      baseUrl,
+      credentials,
+      database: { kind, bridgeUrl },
+      runtime,
+      ...(miniflare ? { miniflare } : {}),
+      stop,
+    }
   } catch (err) {
     await stop()
     throw err

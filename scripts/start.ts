@@ -1,15 +1,25 @@
 /**
  * `npm start`: the whole product locally on its embedded defaults. See README for the
  * configuration table (PORT, HOST, DATA_DIR, DATABASE_URL, ...).
+ *
+ * `npm start -- --runtime=workerd` runs the workers on plain `workerd serve` (as in production,
+ * and as the benchmarks do) instead of through Miniflare; see scripts/stack.ts.
  */
 import path from 'node:path'
-import { startStack } from './stack.ts'
+import { parseArgs } from 'node:util'
+import { type StackRuntime, startStack } from './stack.ts'
 import { ROOT } from './workers.ts'
 
 const host = process.env.HOST ?? '127.0.0.1'
 const port = Number(process.env.PORT ?? 8787)
 const dataDir = path.resolve(ROOT, process.env.DATA_DIR ?? '.data')
 const databaseUrl = process.env.DATABASE_URL || undefined
+const { values: args } = parseArgs({ options: { runtime: { type: 'string', default: 'miniflare' } } })
+if (args.runtime !== 'miniflare' && args.runtime !== 'workerd') {
+  console.error(`--runtime must be miniflare or workerd, not ${args.runtime}`)
+  process.exit(2)
+}
+const runtime: StackRuntime = args.runtime
 
 // Configuration read by the workers (see README): passed from the environment to every worker.
 const WORKER_CONFIG =
@@ -19,13 +29,14 @@ const passThrough = Object.fromEntries(
 ) as Record<string, string>
 
 const started = Date.now()
-const stack = await startStack({ host, port, dataDir, databaseUrl, bindings: passThrough })
+const stack = await startStack({ host, port, dataDir, databaseUrl, bindings: passThrough, runtime })
 const { credentials } = stack
 
 console.log(`
 svc is running (${((Date.now() - started) / 1000).toFixed(1)} s)
 
   Base URL        ${stack.baseUrl}
+  Runtime         ${runtime === 'workerd' ? 'workerd (plain workerd serve)' : 'Miniflare'}
   Database        ${stack.database.kind === 'embedded' ? `embedded PGlite (${path.relative(ROOT, dataDir) || '.'}/pglite)` : 'DATABASE_URL'}
   Workspace       ${credentials.tenantName} (${credentials.tenantId})
   Test API key    ${credentials.testKey}
