@@ -3,9 +3,11 @@
 # (docs/benchmarks.md, "Chat completions"). Adapted from the team's peer-bench harness.
 #
 #   direct        the mock upstream itself (127.0.0.1:18080)
-#   svc           this product as in production: workerd through Miniflare's own socket
-#                 (bench/chat-stack.ts = scripts/stack.ts), live key, full auth + plan checks +
-#                 RateLimiter object + metering + batched ledger flush to Postgres (:18790)
+#   svc           this product as in production: plain `workerd serve` on the generated config
+#                 (bench/chat-stack.ts = scripts/stack.ts runtime 'workerd', no Miniflare entry
+#                 worker or outbound interceptor; STACK_RUNTIME=miniflare to compare), live key,
+#                 full auth + plan checks + RateLimiter object + metering + batched ledger flush
+#                 to Postgres (:18790)
 #   portkey       Portkey AI Gateway 1.15.2 (bench/peer, installed here with npm ci) (:18787)
 #   workerd-bare  a minimal pass-through Worker on bare `workerd serve` (:18789)
 #   wrangler-dev  the same minimal Worker under `wrangler dev` (:18788), for reference
@@ -17,7 +19,7 @@
 # a measurement is repeated (up to RETRIES) when it exceeds FOREIGN_MAX cores.
 #
 # env: ROUNDS(3) C1_DUR(10) C32_DUR(15) C32_CONN(32) STREAM_REQ(300) WARM_S(5) FOREIGN_MAX(0.10)
-#      RETRIES(3) TARGETS("direct svc portkey workerd-bare wrangler-dev")
+#      RETRIES(3) TARGETS("direct svc portkey workerd-bare wrangler-dev") STACK_RUNTIME(workerd)
 # Output: bench/results/chat-<ts>.jsonl (+ .meta, .summary.md); logs in bench/results/chat-<ts>-logs/
 set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$D/.." && pwd); cd "$D"
@@ -111,7 +113,7 @@ measure() {
 }
 
 { echo "# $(date -Is) host: $(nproc) cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), kernel $(uname -r), node $("$NODE" -v), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
-  echo "# ROUNDS=$ROUNDS C1_DUR=$C1_DUR C32_DUR=$C32_DUR C32_CONN=$C32_CONN STREAM_REQ=$STREAM_REQ FOREIGN_MAX=$FOREIGN_MAX load=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# ROUNDS=$ROUNDS C1_DUR=$C1_DUR C32_DUR=$C32_DUR C32_CONN=$C32_CONN STREAM_REQ=$STREAM_REQ FOREIGN_MAX=$FOREIGN_MAX STACK_RUNTIME=${STACK_RUNTIME:-workerd} load=$(cut -d' ' -f1-3 /proc/loadavg)"
   printf '# target: %s\n' "${TARGETS[@]}" | sed -E 's/svc_sk_live_[A-Za-z0-9]+/svc_sk_live_…/'; } > "$OUT.meta"
 log "writing $OUT"
 

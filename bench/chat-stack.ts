@@ -1,7 +1,9 @@
 /**
- * The product for bench/chat-bench.sh, started exactly as `npm start` does (scripts/stack.ts:
- * embedded Postgres, migrations, seed, every worker in one workerd through Miniflare's own
- * socket), with two settings:
+ * The product for bench/chat-bench.sh, started as `npm start` does (scripts/stack.ts: embedded
+ * Postgres, migrations, seed, every worker in one workerd) but on plain `workerd serve` with the
+ * generated config, as in production: without Miniflare's entry worker in front of the gateway and
+ * its outbound interceptor behind every fetch(), which would add two isolate hops per request.
+ * STACK_RUNTIME=miniflare runs it through Miniflare instead, for comparison. Two settings:
  *
  * - MODEL_PROVIDERS: every alias → the benchmark's mock upstream (OpenAI-compatible).
  * - PLAN_CATALOG: the built-in catalog with per-minute limits and the monthly allowance raised
@@ -17,7 +19,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { sql } from 'drizzle-orm'
 import WebSocket from 'ws'
-import { startStack } from '../scripts/stack.ts'
+import { type StackRuntime, startStack } from '../scripts/stack.ts'
 import { openDatabase, useWebSocketConstructor } from '../shared/db/client.ts'
 import { PLAN_CATALOG_CONFIG } from '../shared/plans/plan-catalog.ts'
 
@@ -60,15 +62,17 @@ const catalog = {
   })),
 }
 
+const runtime: StackRuntime = process.env.STACK_RUNTIME === 'miniflare' ? 'miniflare' : 'workerd'
 const stack = await startStack({
   host: '127.0.0.1',
   port: Number(portArg),
   dataDir,
+  runtime,
   bindings: { MODEL_PROVIDERS: JSON.stringify(providers), PLAN_CATALOG: JSON.stringify(catalog) },
 })
 writeFileSync(path.join(dataDir, 'bench-key'), stack.credentials.liveKey)
 writeFileSync(path.join(dataDir, 'bench-tenant'), stack.credentials.tenantId)
-console.log(`bench stack ready on ${stack.baseUrl} (tenant ${stack.credentials.tenantId})`)
+console.log(`bench stack ready on ${stack.baseUrl} (${runtime}, tenant ${stack.credentials.tenantId})`)
 
 const stop = async () => {
   await stack.stop()

@@ -3,11 +3,14 @@
  * service binding to a family worker cost, against a bare worker returning the same bytes.
  *
  * Targets, all measured in one run, interleaved (order rotated each round):
- * - `gateway`: the product started in-process with scripts/stack.ts startStack (workerd through
- *   Miniflare's own socket, the production path), GET /platform/v1/crypto/algorithms?type=kem with
+ * - `gateway`: the product started in-process with scripts/stack.ts startStack on plain `workerd
+ *   serve` (the production path: no Miniflare entry worker or outbound interceptor; set
+ *   STACK_RUNTIME=miniflare to run it through Miniflare instead), GET /platform/v1/crypto/algorithms?type=kem with
  *   `Authorization: Bearer <live API key>` and `x-svc-tenant` (a cheap authenticated route: no
  *   database work once the key is cached);
- * - `bare-miniflare`: a minimal worker returning the same JSON body, in its own Miniflare/workerd;
+ * - `bare-workerd`: a minimal worker returning the same JSON body, on its own plain `workerd serve`
+ *   (scripts/workerd-runtime.ts, as the gateway);
+ * - `bare-miniflare`: the same minimal worker in its own Miniflare/workerd;
  * - `bare-wrangler-dev`: the same minimal worker under `wrangler dev` (reference only).
  * Per target: p50/p99 at concurrency 1, requests/s (and p50/p99) at concurrency 32 with wrk, and
  * CPU per request at c=32 from /proc/<pid>/stat of the target's workerd processes (wrangler dev:
@@ -21,7 +24,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from 'miniflare'
-import { startStack } from '../scripts/stack.ts'
+import { type StackRuntime, startStack } from '../scripts/stack.ts'
+import { startWorkerd } from '../scripts/workerd-runtime.ts'
 import { ROOT } from '../scripts/workers.ts'
 import {
   cpuSeconds,
@@ -38,6 +42,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3)
 const C1_SECONDS = Number(process.env.C1_SECONDS ?? 8)
 const C32_SECONDS = Number(process.env.C32_SECONDS ?? 8)
 const ROUTE = '/platform/v1/crypto/algorithms?type=kem'
+const RUNTIME: StackRuntime = process.env.STACK_RUNTIME === 'miniflare' ? 'miniflare' : 'workerd'
 
 interface Target {
   name: string
@@ -106,7 +111,13 @@ async function main(): Promise<void> {
   const stops: (() => Promise<void>)[] = []
   try {
     const before = new Set(descendantsNamed(process.pid, 'workerd'))
-    const stack = await startStack({ host: '127.0.0.1', port: 0, dataDir, logLevel: LogLevel.WARN })
+    const stack = await startStack({
+      host: '127.0.0.1',
+      port: 0,
+      dataDir,
+      logLevel: LogLevel.WARN,
+      runtime: RUNTIME,
+    })
     stops.push(() => stack.stop())
     const stackWorkerd = descendantsNamed(process.pid, 'workerd').filter((p) => !before.has(p))
     const headers = {
@@ -140,6 +151,27 @@ async function main(): Promise<void> {
       (p) => !before.has(p) && !stackWorkerd.includes(p),
     )
 
+    const bareDir = path.join(dataDir, 'bare-workerd')
+    mkdirSync(bareDir, { recursive: true })
+    writeFileSync(path.join(bareDir, 'index.js'), bareWorkerSource())
+    const bareWorkerdRuntime = await startWorkerd({
+      host: '127.0.0.1',
+      port: 0,
+      entry: 'bare',
+      dataDir: bareDir,
+      workers: [
+        {
+          name: 'bare',
+          scriptPath: path.join(bareDir, 'index.js'),
+          compatibilityDate: '2026-10-01',
+          compatibilityFlags: [],
+          options: { bindings: { BODY: body } },
+          durableObjectClasses: new Map(),
+        },
+      ],
+    })
+    stops.push(() => bareWorkerdRuntime.stop())
+
     const wranglerDir = path.join(dataDir, 'bare-wrangler')
     mkdirSync(wranglerDir, { recursive: true })
     writeFileSync(path.join(wranglerDir, 'index.js'), bareWorkerSource())
@@ -168,6 +200,12 @@ async function main(): Promise<void> {
 
     const targets: Target[] = [
       { name: 'gateway', url: `${stack.baseUrl}${ROUTE}`, headers, pids: () => stackWorkerd },
+      {
+        name: 'bare-workerd',
+        url: `${bareWorkerdRuntime.url.origin}/`,
+        headers: {},
+        pids: () => [bareWorkerdRuntime.pid],
+      },
       { name: 'bare-miniflare', url: `${bareUrl.origin}/`, headers: {}, pids: () => bareWorkerd },
       { name: 'bare-wrangler-dev', url: wranglerUrl, headers: {}, pids: () => processTree(wrangler.pid!) },
     ]
@@ -223,13 +261,15 @@ async function main(): Promise<void> {
         max_foreign_cores: round(Math.max(...mine.map((s) => s.foreignCores)), 2),
       }
     })
-    const gw = summary[0]!
-    const bareRow = summary[1]!
+    // The gateway against the bare worker on the same runtime, so the difference is the product's.
+    const bareName = RUNTIME === 'workerd' ? 'bare-workerd' : 'bare-miniflare'
+    const gw = summary.find((s) => s.target === 'gateway')!
+    const bareRow = summary.find((s) => s.target === bareName)!
     console.log(
       `\nMedians of ${ROUNDS} rounds; c1 ${C1_SECONDS} s, c32 ${C32_SECONDS} s; ${os.cpus().length} CPUs, load ${os
         .loadavg()
         .map((l) => l.toFixed(2))
-        .join(' ')}\n`,
+        .join(' ')}; gateway on runtime ${RUNTIME}\n`,
     )
     console.log(
       '| target | c=1 p50 (ms) | c=1 p99 (ms) | c=32 req/s | c=32 p50 (ms) | c=32 p99 (ms) | CPU/request (µs) | max foreign cores |',
@@ -241,7 +281,7 @@ async function main(): Promise<void> {
       )
     }
     console.log(
-      `\ngateway − bare-miniflare: p50 +${round(gw.c1_p50_ms - bareRow.c1_p50_ms)} ms (target ≤ 0.3), CPU +${round(gw.cpu_us_per_request - bareRow.cpu_us_per_request, 0)} µs/request (target ≤ 100)`,
+      `\ngateway − ${bareName}: p50 +${round(gw.c1_p50_ms - bareRow.c1_p50_ms)} ms (target ≤ 0.3), CPU +${round(gw.cpu_us_per_request - bareRow.cpu_us_per_request, 0)} µs/request (target ≤ 100)`,
     )
     console.log(
       `\nraw: ${JSON.stringify(samples.map((s) => ({ target: s.target, round: s.round, c1_p50: s.c1.p50_ms, c32_rps: s.c32.rps, cpu_us: round(s.cpuUsPerRequest, 0) })))}`,
