@@ -35,6 +35,8 @@ import {
   AcquireInputSchema,
   type AcquireResult,
   type BalanceRow,
+  type LeaseReturnInput,
+  LeaseReturnsSchema,
   type LedgerEntry,
   LedgerEntrySchema,
   type MeteringMode,
@@ -193,10 +195,13 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     if (input.settles && input.settles.length > 0) this.applySettles(ready, input.settles)
     if (typeof ready === 'string') return { kind: 'unavailable', detail: ready }
     const { limiter, plan } = ready
+    for (const lease of input.leaseReturns ?? []) limiter.returnLease(lease)
     const now = this.clock()
     const result = limiter.acquire(plan, input, now)
     this.keepBalanceFresh(now)
-    return result
+    if (result.kind !== 'granted' || !input.lease) return result
+    const lease = limiter.grantLease(plan, { ...input.lease, model: input.model }, now)
+    return lease ? { ...result, lease, snapshot: limiter.snapshot(plan, now) } : result
   }
 
   async settle(raw: SettleInput): Promise<SettleResult> {
@@ -204,12 +209,19 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     return result ?? { recorded: false, creditsUnits: 0 }
   }
 
-  /** Settles a batch of requests in one event (one storage transaction). */
-  async settleMany(raw: SettleInput[]): Promise<SettleResult[]> {
+  /** Settles a batch of requests in one event (one storage transaction), and takes back finished leases. */
+  async settleMany(raw: SettleInput[], rawReturns: LeaseReturnInput[] = []): Promise<SettleResult[]> {
     const inputs = SettleBatchSchema.parse(raw)
+    const returns = LeaseReturnsSchema.parse(rawReturns)
     const first = inputs[0]
-    if (!first) return []
-    return this.applySettles(await this.ready(first), inputs)
+    if (!first) {
+      if (returns.length > 0 && this.limiter) for (const lease of returns) this.limiter.returnLease(lease)
+      return []
+    }
+    const ready = await this.ready(first)
+    const results = this.applySettles(ready, inputs)
+    if (typeof ready !== 'string') for (const lease of returns) ready.limiter.returnLease(lease)
+    return results
   }
 
   /** Current rate-limit counters without admitting anything; null when the live balance cannot load. */

@@ -23,6 +23,15 @@
  * `openMeter(..., { piggyback: false })` turns the ride-along off for a caller whose acquires
  * must not carry other requests' usage (each settle then goes out on its own).
  *
+ * Admission leases: an acquire that reaches the object also asks for a lease — a slice of the
+ * tenant's headroom for this model, usable by this isolate for about a second (the object grants
+ * one only far from every limit; see shared/metering/tenant-limiter.ts). While the isolate holds
+ * a lease that covers a request, `acquire` admits it locally with no round trip; the request
+ * settles like any other. When the lease runs out or expires, what it did not use goes back to
+ * the object with the next call. The next lease asked for is twice what the last one admitted
+ * (8 to 1,024 requests), so a quiet isolate holds little and a busy one asks about once a second.
+ * `openMeter(..., { leases: false })` admits every request at the object.
+ *
  * `grant.headers` are the x-ratelimit-* headers to put on the response. Test-mode identities
  * (svc_sk_test_ keys) get their own object: rate limits apply, allowance and credits do not,
  * and their ledger rows carry mode 'test' and zero credits.
@@ -34,7 +43,15 @@ import type { PlanCatalog } from '../plans/plan-catalog'
 import { actionRequiredError } from '../plans/upgrade-decision'
 import type { NormalizedUsage } from '../providers/chat-wire'
 import { type Identity, isTestMode, principalId } from '../worker/request-context'
-import { MAX_SETTLE_BATCH, type MeterGrant, type MeteringScope, type SettleInput } from './metering.schemas'
+import {
+  type LeaseReturnInput,
+  MAX_LEASE_REQUESTS,
+  MAX_SETTLE_BATCH,
+  type MeterGrant,
+  type MeteringScope,
+  type RateLimitSnapshot,
+  type SettleInput,
+} from './metering.schemas'
 import { rateLimitHeaders } from './rate-limit-headers'
 
 export type { MeterGrant }
@@ -75,6 +92,113 @@ interface PendingSettle {
   state: 'queued' | 'sending' | 'done'
   readonly done: Promise<void>
   readonly resolve: () => void
+}
+
+/** The first lease an isolate asks for, in requests; later ones follow what the last one admitted. */
+export const INITIAL_LEASE_REQUESTS = 8
+
+/** An admission lease this isolate holds for one object and model. */
+interface HeldLease {
+  readonly leaseId: string
+  requestsLeft: number
+  tokensLeft: number
+  admitted: number
+  readonly receivedAt: number
+  readonly expiresAt: number
+  /** The object's counters when it granted the lease (the whole lease counted as used). */
+  readonly snapshot: RateLimitSnapshot
+}
+
+/** Leases by `<object name>|<model>`; plain data, shared by the isolate's requests. */
+const heldLeases = new Map<string, HeldLease>()
+/** Lease size to ask for next, by the same key. */
+const nextLeaseSize = new Map<string, number>()
+/** Lease requests in flight, by key (one at a time; other requests wait for it, then admit locally). */
+const askingLease = new Map<string, Promise<unknown>>()
+/** Finished leases not yet handed back, per object name. */
+const returnsByObject = new Map<string, LeaseReturnInput[]>()
+
+/** How many lease requests of other requests an acquire waits for before it goes to the object itself. */
+const LEASE_WAIT_ROUNDS = 3
+
+/** Lease returns one call carries (LeaseReturnsSchema). */
+const MAX_RETURNS_PER_CALL = 64
+
+/** Stops admitting from a lease and queues what it did not use for the object. */
+function retireLease(name: string, key: string, lease: HeldLease): void {
+  if (heldLeases.get(key) === lease) heldLeases.delete(key)
+  nextLeaseSize.set(key, Math.min(MAX_LEASE_REQUESTS, Math.max(INITIAL_LEASE_REQUESTS, lease.admitted * 2)))
+  let returns = returnsByObject.get(name)
+  if (!returns) {
+    returns = []
+    returnsByObject.set(name, returns)
+  }
+  returns.push({ leaseId: lease.leaseId, unusedRequests: lease.requestsLeft, unusedTokens: lease.tokensLeft })
+}
+
+function takeReturns(name: string): LeaseReturnInput[] {
+  const returns = returnsByObject.get(name)
+  if (!returns) return []
+  returnsByObject.delete(name)
+  if (returns.length <= MAX_RETURNS_PER_CALL) return returns
+  returnsByObject.set(name, returns.slice(MAX_RETURNS_PER_CALL))
+  return returns.slice(0, MAX_RETURNS_PER_CALL)
+}
+
+function putBackReturns(name: string, returns: readonly LeaseReturnInput[]): void {
+  if (returns.length === 0) return
+  returnsByObject.set(name, [...returns, ...(returnsByObject.get(name) ?? [])])
+}
+
+/** Admits a request from this isolate's lease for the key, or null when no lease covers it. */
+function admitLocally(
+  name: string,
+  key: string,
+  request: { readonly requestId: string; readonly model: ModelAlias; readonly estimatedTokens: number },
+): MeterGrant | null {
+  const held = heldLeases.get(key)
+  if (!held) return null
+  const now = Date.now()
+  if (now >= held.expiresAt || held.requestsLeft < 1 || held.tokensLeft < request.estimatedTokens) {
+    retireLease(name, key, held)
+    return null
+  }
+  held.requestsLeft -= 1
+  held.tokensLeft -= request.estimatedTokens
+  held.admitted += 1
+  const snapshot = leaseSnapshot(held, now)
+  return {
+    reservationId: crypto.randomUUID(),
+    leaseId: held.leaseId,
+    estimatedTokens: request.estimatedTokens,
+    requestId: request.requestId,
+    model: request.model,
+    snapshot,
+    headers: rateLimitHeaders(snapshot),
+  }
+}
+
+/** The counters as this isolate sees them while admitting from a lease. */
+function leaseSnapshot(lease: HeldLease, now: number): RateLimitSnapshot {
+  const elapsed = now - lease.receivedAt
+  const s = lease.snapshot
+  return {
+    limitRequests: s.limitRequests,
+    remainingRequests: Math.min(s.limitRequests, s.remainingRequests + lease.requestsLeft),
+    resetRequestsMs: Math.max(0, s.resetRequestsMs - elapsed),
+    limitTokens: s.limitTokens,
+    remainingTokens: Math.min(s.limitTokens, s.remainingTokens + lease.tokensLeft),
+    resetTokensMs: Math.max(0, s.resetTokensMs - elapsed),
+  }
+}
+
+/** Forgets every lease and queued return (tests). */
+export function resetMeteringClientState(): void {
+  heldLeases.clear()
+  nextLeaseSize.clear()
+  askingLease.clear()
+  returnsByObject.clear()
+  pendingByObject.clear()
 }
 
 /** Settles not yet delivered, per object name. Plain data (no I/O objects), so shared by the isolate's requests. */
@@ -154,7 +278,7 @@ export function openMeter(
   namespace: RateLimiterNamespace,
   identity: Identity,
   endpoint: string,
-  options: { readonly catalog?: PlanCatalog; readonly piggyback?: boolean } = {},
+  options: { readonly catalog?: PlanCatalog; readonly piggyback?: boolean; readonly leases?: boolean } = {},
 ): Meter {
   const scope: MeteringScope = {
     tenantId: identity.tenantId,
@@ -168,25 +292,54 @@ export function openMeter(
   return {
     scope,
     async acquire(request) {
+      const key = `${name}|${request.model}`
+      // While another request of this isolate fetches a lease, wait for it and admit from it
+      // rather than asking the object too (a few rounds at most; then go to the object).
+      for (let round = 0; ; round++) {
+        const local = admitLocally(name, key, request)
+        if (local) return local
+        const inFlight = options.leases === false ? undefined : askingLease.get(key)
+        if (!inFlight || round === LEASE_WAIT_ROUNDS) break
+        await inFlight.catch(() => {})
+      }
+
       const reservationId = crypto.randomUUID()
+      const askLease = options.leases !== false && !askingLease.has(key)
+      const leaseId = askLease ? crypto.randomUUID() : ''
       const carried = options.piggyback === false ? [] : takeQueued(name)
+      const returns = takeReturns(name)
       let result: Awaited<ReturnType<typeof stub.acquire>>
       try {
-        result = await stub.acquire({
+        const call = stub.acquire({
           ...scope,
           reservationId,
           model: request.model,
           estimatedTokens: request.estimatedTokens,
           ...(carried.length > 0 ? { settles: carried.map((entry) => entry.input) } : {}),
+          ...(askLease
+            ? {
+                lease: {
+                  leaseId,
+                  requests: nextLeaseSize.get(key) ?? INITIAL_LEASE_REQUESTS,
+                  tokensPerRequest: request.estimatedTokens,
+                },
+              }
+            : {}),
+          ...(returns.length > 0 ? { leaseReturns: returns } : {}),
         })
+        if (askLease) askingLease.set(key, call)
+        result = await call
       } catch (err) {
         requeue(name, carried)
+        putBackReturns(name, returns)
         throw err
+      } finally {
+        if (askLease) askingLease.delete(key)
       }
       delivered(carried)
       if (result.kind === 'unavailable') throw meteringUnavailable(result.detail)
-      const headers = rateLimitHeaders(result.snapshot)
       if (result.kind === 'refused') {
+        const headers = rateLimitHeaders(result.snapshot)
         const error = actionRequiredError(
           result.decision,
           options.catalog ? { catalog: options.catalog } : {},
@@ -194,12 +347,37 @@ export function openMeter(
         Object.assign(error.headers, headers)
         throw error
       }
+      if (!result.lease) {
+        const headers = rateLimitHeaders(result.snapshot)
+        return {
+          reservationId,
+          requestId: request.requestId,
+          model: request.model,
+          snapshot: result.snapshot,
+          headers,
+        }
+      }
+      const receivedAt = Date.now()
+      const previous = heldLeases.get(key)
+      if (previous) retireLease(name, key, previous)
+      const lease: HeldLease = {
+        leaseId: result.lease.leaseId,
+        requestsLeft: result.lease.requests,
+        tokensLeft: result.lease.tokens,
+        admitted: 0,
+        receivedAt,
+        expiresAt: receivedAt + result.lease.ttlMs,
+        snapshot: result.snapshot,
+      }
+      heldLeases.set(key, lease)
+      // The object counted the whole lease as used; what this isolate has not admitted is still free.
+      const snapshot = leaseSnapshot(lease, receivedAt)
       return {
         reservationId,
         requestId: request.requestId,
         model: request.model,
-        snapshot: result.snapshot,
-        headers,
+        snapshot,
+        headers: rateLimitHeaders(snapshot),
       }
     },
     async settle(grant, usage) {
@@ -211,6 +389,9 @@ export function openMeter(
         input: {
           ...scope,
           reservationId: grant.reservationId,
+          ...(grant.leaseId === undefined
+            ? {}
+            : { leaseId: grant.leaseId, estimatedTokens: grant.estimatedTokens ?? 0 }),
           requestId: grant.requestId,
           model: grant.model,
           endpoint,
@@ -240,11 +421,16 @@ export function openMeter(
         if (entry.state === 'done') return
         if (entry.state !== 'queued') continue
         const batch = takeQueued(name)
+        const returns = takeReturns(name)
         try {
-          await stub.settleMany(batch.map((e) => e.input))
+          await stub.settleMany(
+            batch.map((e) => e.input),
+            returns,
+          )
           delivered(batch)
         } catch (err) {
           requeue(name, batch)
+          putBackReturns(name, returns)
           if (attempt === SETTLE_ATTEMPTS)
             logSettleFailure('metering_settle_failed', scope.tenantId, err, batch.length)
         }

@@ -40,8 +40,15 @@ export const MeteredUsageSchema = z.object({
 })
 export type MeteredUsage = z.infer<typeof MeteredUsageSchema>
 
+/** Chosen by the isolate that asks for an admission lease (a UUID). */
+const LeaseId = z.string().min(1).max(64)
+
 export const SettleInputSchema = MeteringScopeSchema.extend({
   reservationId: ReservationId,
+  /** The admission lease the request was admitted under (it then has no reservation of its own). */
+  leaseId: LeaseId.optional(),
+  /** With leaseId: the tokens the request reserved from the lease (replaced by its usage). */
+  estimatedTokens: Count.optional(),
   /** The request id the caller saw (x-request-id), recorded in the ledger. */
   requestId: RequestId,
   model: z.enum(MODEL_ALIASES),
@@ -62,6 +69,17 @@ export type SettleInput = z.infer<typeof SettleInputSchema>
 export const MAX_SETTLE_BATCH = 1000
 export const SettleBatchSchema = z.array(SettleInputSchema).max(MAX_SETTLE_BATCH)
 
+/** Most requests an isolate may ask one lease for. */
+export const MAX_LEASE_REQUESTS = 1024
+
+export const LeaseReturnSchema = z.object({
+  leaseId: LeaseId,
+  unusedRequests: Count,
+  unusedTokens: Count,
+})
+export type LeaseReturnInput = z.infer<typeof LeaseReturnSchema>
+export const LeaseReturnsSchema = z.array(LeaseReturnSchema).max(64)
+
 export const AcquireInputSchema = MeteringScopeSchema.extend({
   reservationId: ReservationId,
   model: z.enum(MODEL_ALIASES),
@@ -69,6 +87,15 @@ export const AcquireInputSchema = MeteringScopeSchema.extend({
   estimatedTokens: Count,
   /** Usage of earlier requests of the same tenant and mode, delivered with this call (piggybacked). */
   settles: SettleBatchSchema.optional(),
+  /**
+   * Asks for an admission lease besides admitting this request: up to `requests` more requests
+   * of this model, `tokensPerRequest` tokens each, to admit locally (see tenant-limiter.ts).
+   */
+  lease: z
+    .object({ leaseId: LeaseId, requests: z.int().min(1).max(MAX_LEASE_REQUESTS), tokensPerRequest: Count })
+    .optional(),
+  /** Leases the isolate is done with, and what it did not use of them. */
+  leaseReturns: LeaseReturnsSchema.optional(),
 })
 export type AcquireInput = z.infer<typeof AcquireInputSchema>
 
@@ -89,6 +116,10 @@ export type RateLimitSnapshot = z.infer<typeof RateLimitSnapshotSchema>
  */
 export const MeterGrantSchema = z.object({
   reservationId: ReservationId,
+  /** Set when the request was admitted locally under an admission lease. */
+  leaseId: LeaseId.optional(),
+  /** With leaseId: the tokens reserved from the lease for this request. */
+  estimatedTokens: Count.optional(),
   requestId: RequestId,
   model: z.enum(MODEL_ALIASES),
   snapshot: RateLimitSnapshotSchema,
@@ -97,8 +128,20 @@ export const MeterGrantSchema = z.object({
 })
 export type MeterGrant = z.infer<typeof MeterGrantSchema>
 
+export interface LeaseGrantResult {
+  readonly leaseId: string
+  readonly requests: number
+  readonly tokens: number
+  readonly ttlMs: number
+}
+
 export type AcquireResult =
-  | { readonly kind: 'granted'; readonly snapshot: RateLimitSnapshot }
+  | {
+      readonly kind: 'granted'
+      readonly snapshot: RateLimitSnapshot
+      /** Present when a lease was asked for and the tenant is far enough from its limits. */
+      readonly lease?: LeaseGrantResult
+    }
   | {
       readonly kind: 'refused'
       readonly decision: z.infer<typeof UpgradeDecisionSchema>

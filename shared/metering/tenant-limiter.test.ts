@@ -275,3 +275,97 @@ describe('TenantLimiter: allowances and credits (live)', () => {
     expect(decision.required_plan).toBe('team')
   })
 })
+
+describe('TenantLimiter: admission leases', () => {
+  const lease = (id: string, requests = 1024, tokensPerRequest = 100) => ({
+    leaseId: id,
+    model: 'svc-cell' as const,
+    requests,
+    tokensPerRequest,
+  })
+
+  it('grants a slice of 1/16 of the headroom and counts all of it at once', () => {
+    const limiter = new TenantLimiter('live', balance())
+    expect(
+      limiter.acquire(team, { reservationId: 'r0', model: 'svc-cell', estimatedTokens: 100 }, NOW).kind,
+    ).toBe('granted')
+    const grant = limiter.grantLease(team, lease('L1'), NOW)
+    // 600 requests/min, 1 used: floor(599 / 16) = 37.
+    expect(grant).toEqual({ leaseId: 'L1', requests: 37, tokens: 3_700, ttlMs: 1_000 })
+    expect(limiter.snapshot(team, NOW)).toMatchObject({
+      remainingRequests: 600 - 1 - 37,
+      remainingTokens: team.tokensPerMinute - 100 - 3_700,
+    })
+    expect(limiter.grantLease(team, lease('L1'), NOW)).toBeNull()
+    expect(limiter.grantLease(team, lease('L2', 8), NOW)?.requests).toBe(8)
+  })
+
+  it('grants nothing near a limit: small plans and the last of the allowance stay per request', () => {
+    expect(new TenantLimiter('live', balance()).grantLease(free, lease('a'), NOW)).toBeNull()
+    const nearAllowance = new TenantLimiter(
+      'live',
+      balance({ tokensUsed: team.monthlyTokenAllowance! - 5_000 }),
+    )
+    // 5,000 tokens left: at most 312 in a lease, fewer than 4 requests of 100.
+    expect(nearAllowance.grantLease(team, lease('b'), NOW)).toBeNull()
+    const nearModel = new TenantLimiter('live', balance())
+    const modelLimit = Object.entries(team.modelAllowances)[0]
+    if (modelLimit) {
+      const [model, limit] = modelLimit as ['svc-cell', number]
+      const state = new TenantLimiter('live', balance({ modelTokens: new Map([[model, limit - 1_000]]) }))
+      expect(state.grantLease(team, { ...lease('c'), model }, NOW)).toBeNull()
+    }
+    expect(nearModel.grantLease(team, lease('d', 4, 1_000_000), NOW)).toBeNull()
+  })
+
+  it('settling under a lease replaces the estimate; returning it frees what was not used', () => {
+    const limiter = new TenantLimiter('live', balance())
+    const grant = limiter.grantLease(team, lease('L', 20, 100), NOW)!
+    expect(grant.requests).toBe(20)
+    for (let i = 0; i < 5; i++) {
+      const entry = limiter.settle(
+        team,
+        { ...settleRequest(`r${i}`, usage(30, 20)), leaseId: 'L', estimatedTokens: 100 },
+        NOW + 10,
+      )
+      expect(entry).toMatchObject({ reservationId: `r${i}`, promptTokens: 30, createdAt: NOW })
+    }
+    // 20 requests / 2,000 tokens counted; 5 settled at 50 tokens instead of 100.
+    expect(limiter.snapshot(team, NOW + 20)).toMatchObject({
+      remainingRequests: 600 - 20,
+      remainingTokens: team.tokensPerMinute - 2_000 + 5 * 50,
+    })
+    limiter.returnLease({ leaseId: 'L', unusedRequests: 15, unusedTokens: 1_500 })
+    limiter.returnLease({ leaseId: 'L', unusedRequests: 15, unusedTokens: 1_500 })
+    expect(limiter.snapshot(team, NOW + 30)).toMatchObject({
+      remainingRequests: 600 - 5,
+      remainingTokens: team.tokensPerMinute - 5 * 50,
+    })
+    expect(limiter.balance?.tokensUsed).toBe(250)
+    expect(limiter.leasesOut).toBe(0)
+  })
+
+  it('never overshoots: an isolate admitting from leases gets exactly the limit in a burst', () => {
+    const limiter = new TenantLimiter('test', null)
+    let admitted = 0
+    let local = 0
+    let leaseNo = 0
+    for (let i = 0; i < 700; i++) {
+      if (local > 0) {
+        local -= 1
+        admitted += 1
+        continue
+      }
+      const result = limiter.acquire(
+        team,
+        { reservationId: `r${i}`, model: 'svc-cell', estimatedTokens: 10 },
+        NOW,
+      )
+      if (result.kind !== 'granted') continue
+      admitted += 1
+      local = limiter.grantLease(team, lease(`L${leaseNo++}`, 64, 10), NOW)?.requests ?? 0
+    }
+    expect(admitted).toBe(team.requestsPerMinute)
+    expect(leaseNo).toBeGreaterThan(1)
+  })
+})

@@ -14,6 +14,17 @@
  * settle(plan, usage, now) replaces the reservation with the tokens actually used, charges
  * credits for the part beyond the allowance (when usage credits are on) and returns the ledger
  * entry to store. Test mode never touches the allowance or credits (rate limits still apply).
+ *
+ * Admission leases (grantLease / returnLease): so that a busy isolate does not pay one RPC per
+ * request, the object may hand an isolate a slice of the tenant's headroom — R requests and T
+ * tokens for one model, usable for LEASE_TTL_MS — which the isolate then admits from locally.
+ * A lease is counted in full at once (R in the requests window, T in the tokens window and as
+ * reserved against the model's and the monthly allowance), so leases can never overshoot a
+ * limit. A lease is granted only far from every limit: at most 1/LEASE_HEADROOM of what is left
+ * of each, and never into usage credits (the credit path stays per request). Near a limit,
+ * admission is therefore per request and exact, as before. What a lease did not use comes back
+ * with returnLease (the windows and reservations shrink accordingly); each request admitted
+ * under it settles like any other, replacing its estimate in the lease with the tokens it used.
  */
 import type { ModelAlias } from '../catalog/model-aliases'
 import { checkModelAllowance, checkTokenAllowance, rateLimitedDecision } from '../plans/entitlements'
@@ -32,6 +43,14 @@ import { CREDIT_UNITS_PER_CENT, estimateCostUnits, usageCostUnits } from './pric
 import { SlidingWindow, type WindowEvent } from './sliding-window'
 
 export const RATE_WINDOW_MS = 60_000
+/** How long an isolate may admit from a lease. */
+export const LEASE_TTL_MS = 1_000
+/** A lease takes at most 1/LEASE_HEADROOM of what is left of any limit. */
+export const LEASE_HEADROOM = 16
+/** A lease smaller than this many requests is not worth an isolate's bookkeeping: none is granted. */
+export const LEASE_MIN_REQUESTS = 4
+/** Most requests one lease may carry. */
+export const LEASE_MAX_REQUESTS = 1024
 /** A reservation never settled (worker crashed) stops counting after this long. */
 export const RESERVATION_TTL_MS = 15 * 60_000
 
@@ -55,7 +74,47 @@ interface Reservation {
   readonly tokenEvent: WindowEvent
 }
 
+/** A slice of the headroom, admitted from by one isolate (see the file comment). */
+interface Lease {
+  readonly leaseId: string
+  readonly model: ModelAlias
+  readonly at: number
+  readonly requestEvent: WindowEvent
+  readonly tokenEvent: WindowEvent
+  /** Tokens of this lease still reserved against the allowances (T, minus settled estimates and returns). */
+  reservedTokens: number
+  returned: boolean
+}
+
+export interface LeaseRequest {
+  readonly leaseId: string
+  readonly model: ModelAlias
+  /** Requests the isolate would like to admit locally. */
+  readonly requests: number
+  /** Tokens to reserve per request (the estimate of the request that asked). */
+  readonly tokensPerRequest: number
+}
+
+export interface LeaseGrant {
+  readonly leaseId: string
+  readonly requests: number
+  readonly tokens: number
+  readonly ttlMs: number
+}
+
+export interface LeaseReturn {
+  readonly leaseId: string
+  /** Requests of the lease the isolate did not admit. */
+  readonly unusedRequests: number
+  /** Tokens of the lease no admitted request reserved. */
+  readonly unusedTokens: number
+}
+
 export interface SettleRequest {
+  /** The lease the request was admitted under (no reservation of its own), if any. */
+  readonly leaseId?: string | undefined
+  /** With leaseId: the tokens the request reserved from the lease. */
+  readonly estimatedTokens?: number | undefined
   readonly reservationId: string
   readonly requestId: string
   readonly model: ModelAlias
@@ -86,6 +145,7 @@ export class TenantLimiter {
   private reservedTokens = 0
   private reservedCostUnits = 0
   private readonly reservedByModel = new Map<string, number>()
+  private readonly leases = new Map<string, Lease>()
 
   constructor(
     readonly mode: MeteringMode,
@@ -105,6 +165,13 @@ export class TenantLimiter {
   /** In-flight reservations (for tests and diagnostics). */
   get inFlight(): number {
     return this.reservations.size
+  }
+
+  /** Open leases (for tests and diagnostics). */
+  get leasesOut(): number {
+    let open = 0
+    for (const lease of this.leases.values()) if (!lease.returned) open += 1
+    return open
   }
 
   /** Re-creates window events from stored ledger rows (after the object restarted). */
@@ -129,7 +196,7 @@ export class TenantLimiter {
       snapshot: this.snapshot(plan, now),
     })
 
-    const requestCount = this.requests.count(now)
+    const requestCount = this.requests.total(now)
     if (requestCount + 1 > plan.requestsPerMinute) {
       return refuse(
         rateLimitedDecision(
@@ -208,11 +275,67 @@ export class TenantLimiter {
     })
     this.reservedTokens += request.estimatedTokens
     this.reservedCostUnits += costUnits
-    this.reservedByModel.set(
-      request.model,
-      (this.reservedByModel.get(request.model) ?? 0) + request.estimatedTokens,
-    )
+    this.reserveForModel(request.model, request.estimatedTokens)
     return { kind: 'granted', snapshot: this.snapshot(plan, now) }
+  }
+
+  /**
+   * A lease of the headroom for an isolate, or null when the tenant is too close to a limit for
+   * one (or the lease id is already known). Call right after an admitted acquire, in the same
+   * event, so the decision and the bookkeeping are one atomic step.
+   */
+  grantLease(plan: Plan, request: LeaseRequest, now: number): LeaseGrant | null {
+    if (this.leases.has(request.leaseId)) return null
+    const perRequest = Math.max(1, request.tokensPerRequest)
+    let requests = Math.min(
+      request.requests,
+      LEASE_MAX_REQUESTS,
+      Math.floor((plan.requestsPerMinute - this.requests.total(now)) / LEASE_HEADROOM),
+    )
+    let tokenRoom = (plan.tokensPerMinute - this.tokens.total(now)) / LEASE_HEADROOM
+    const balance = this.balanceState
+    if (this.mode === 'live' && balance) {
+      if (plan.monthlyTokenAllowance !== null) {
+        tokenRoom = Math.min(
+          tokenRoom,
+          (plan.monthlyTokenAllowance - balance.tokensUsed - this.reservedTokens) / LEASE_HEADROOM,
+        )
+      }
+      const modelLimit = plan.modelAllowances[request.model]
+      if (modelLimit !== undefined) {
+        const modelUsed =
+          (balance.modelTokens.get(request.model) ?? 0) + (this.reservedByModel.get(request.model) ?? 0)
+        tokenRoom = Math.min(tokenRoom, (modelLimit - modelUsed) / LEASE_HEADROOM)
+      }
+    }
+    requests = Math.min(requests, Math.floor(tokenRoom / perRequest))
+    if (!(requests >= LEASE_MIN_REQUESTS)) return null
+    const tokens = requests * perRequest
+    this.leases.set(request.leaseId, {
+      leaseId: request.leaseId,
+      model: request.model,
+      at: now,
+      requestEvent: this.requests.add(now, requests),
+      tokenEvent: this.tokens.add(now, tokens),
+      reservedTokens: tokens,
+      returned: false,
+    })
+    this.reservedTokens += tokens
+    this.reserveForModel(request.model, tokens)
+    return { leaseId: request.leaseId, requests, tokens, ttlMs: LEASE_TTL_MS }
+  }
+
+  /** What an isolate did not use of a lease comes back; later returns of the same lease are ignored. */
+  returnLease(lease: LeaseReturn): void {
+    const held = this.leases.get(lease.leaseId)
+    if (!held || held.returned) return
+    held.returned = true
+    const requests = Math.min(Math.max(0, lease.unusedRequests), held.requestEvent.amount)
+    this.requests.adjust(held.requestEvent, held.requestEvent.amount - requests)
+    const tokens = Math.min(Math.max(0, lease.unusedTokens), held.reservedTokens)
+    this.tokens.adjust(held.tokenEvent, Math.max(0, held.tokenEvent.amount - tokens))
+    this.releaseLeaseTokens(held, tokens)
+    if (held.reservedTokens <= 0) this.leases.delete(held.leaseId)
   }
 
   /**
@@ -220,15 +343,22 @@ export class TenantLimiter {
    * Returns the ledger entry to store, or null when nothing was metered.
    */
   settle(plan: Plan, request: SettleRequest, now: number): LedgerEntry | null {
-    const reservation = this.takeReservation(request.reservationId)
+    const lease = request.leaseId === undefined ? undefined : this.leases.get(request.leaseId)
+    const reservation = lease ? null : this.takeReservation(request.reservationId)
     const usage = request.usage
-    if (!usage) {
-      if (reservation) this.tokens.adjust(reservation.tokenEvent, 0)
-      return null
+    const total = usage ? usage.promptTokens + usage.completionTokens : 0
+    if (lease) {
+      // The request's estimate in the lease becomes the tokens it used.
+      const estimate = Math.min(Math.max(0, request.estimatedTokens ?? 0), lease.reservedTokens)
+      this.tokens.adjust(lease.tokenEvent, Math.max(0, lease.tokenEvent.amount - estimate + total))
+      this.releaseLeaseTokens(lease, estimate)
+      if (lease.returned && lease.reservedTokens <= 0) this.leases.delete(lease.leaseId)
+    } else if (reservation) {
+      this.tokens.adjust(reservation.tokenEvent, total)
+    } else if (usage) {
+      this.tokens.add(now, total)
     }
-    const total = usage.promptTokens + usage.completionTokens
-    if (reservation) this.tokens.adjust(reservation.tokenEvent, total)
-    else this.tokens.add(now, total)
+    if (!usage) return null
 
     let creditsUnits = 0
     const balance = this.balanceState
@@ -247,7 +377,7 @@ export class TenantLimiter {
     return {
       reservationId: request.reservationId,
       requestId: request.requestId,
-      createdAt: reservation?.at ?? now,
+      createdAt: reservation?.at ?? lease?.at ?? now,
       principal: request.principal,
       mode: this.mode,
       endpoint: request.endpoint,
@@ -263,7 +393,7 @@ export class TenantLimiter {
   }
 
   snapshot(plan: Plan, now: number): RateLimitSnapshot {
-    const requestCount = this.requests.count(now)
+    const requestCount = this.requests.total(now)
     const windowTokens = this.tokens.total(now)
     return {
       limitRequests: plan.requestsPerMinute,
@@ -275,22 +405,46 @@ export class TenantLimiter {
     }
   }
 
+  private reserveForModel(model: ModelAlias, tokens: number): void {
+    this.reservedByModel.set(model, (this.reservedByModel.get(model) ?? 0) + tokens)
+  }
+
+  private releaseForModel(model: ModelAlias, tokens: number): void {
+    const left = (this.reservedByModel.get(model) ?? 0) - tokens
+    if (left > 0) this.reservedByModel.set(model, left)
+    else this.reservedByModel.delete(model)
+  }
+
+  private releaseLeaseTokens(lease: Lease, tokens: number): void {
+    lease.reservedTokens -= tokens
+    this.reservedTokens -= tokens
+    this.releaseForModel(lease.model, tokens)
+  }
+
   private takeReservation(reservationId: string): Reservation | null {
     const reservation = this.reservations.get(reservationId)
     if (!reservation) return null
     this.reservations.delete(reservationId)
     this.reservedTokens -= reservation.tokens
     this.reservedCostUnits -= reservation.costUnits
-    const left = (this.reservedByModel.get(reservation.model) ?? 0) - reservation.tokens
-    if (left > 0) this.reservedByModel.set(reservation.model, left)
-    else this.reservedByModel.delete(reservation.model)
+    this.releaseForModel(reservation.model, reservation.tokens)
     return reservation
   }
 
+  /**
+   * Reservations and leases of requests that never settled (their isolate went away) stop
+   * counting against the allowances after RESERVATION_TTL_MS; a lease that was never returned
+   * stays counted in full in the one-minute windows, which can only err on the safe side.
+   */
   private expireReservations(now: number): void {
     for (const reservation of this.reservations.values()) {
       if (now - reservation.at < RESERVATION_TTL_MS) break
       this.takeReservation(reservation.reservationId)
+    }
+    for (const lease of this.leases.values()) {
+      if (now - lease.at < RESERVATION_TTL_MS) break
+      this.releaseLeaseTokens(lease, lease.reservedTokens)
+      this.leases.delete(lease.leaseId)
     }
   }
 
