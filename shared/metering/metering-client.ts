@@ -237,16 +237,7 @@ function requeue(name: string, taken: readonly PendingSettle[]): void {
   queueOf(name).unshift(...taken)
 }
 
-/** Resolves when `done` settles or after `ms`, whichever comes first, without leaving a timer behind. */
-function waitAtMost(done: Promise<void>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms)
-  })
-  return Promise.race([done, timeout]).finally(() => {
-    if (timer !== undefined) clearTimeout(timer)
-  })
-}
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 function logSettleFailure(event: string, tenantId: string, err: unknown, count: number): void {
   console.error(
@@ -417,7 +408,9 @@ export function openMeter(
         delivered(dropped)
       }
       for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
-        await waitAtMost(done, SETTLE_FLUSH_DELAY_MS * attempt)
+        // One timer per settle and round (no race against `done`): most settles are delivered by
+        // an acquire or by the first settle's batch long before their own timer fires.
+        await sleep(SETTLE_FLUSH_DELAY_MS * attempt)
         if (entry.state === 'done') return
         if (entry.state !== 'queued') continue
         const batch = takeQueued(name)

@@ -61,6 +61,8 @@ export function createFamilyApp<Bindings extends object>() {
       baseUrl: new URL(c.req.url).origin,
     }
     c.set('request', context)
+    // Prepared headers go onto every response the app builds (no copy of a finished response).
+    c.header('x-request-id', context.requestId)
     if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
       const text = await readBodyText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY)
       if (text.trim() === '')
@@ -82,7 +84,6 @@ export function createFamilyApp<Bindings extends object>() {
       cache.json = Promise.resolve(json)
     }
     await next()
-    c.header('x-request-id', context.requestId)
   })
 
   app.notFound((c) => {

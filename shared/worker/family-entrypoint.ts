@@ -6,7 +6,7 @@
  */
 import { WorkerEntrypoint } from 'cloudflare:workers'
 import { AppError } from '../http/errors'
-import { CONTEXT_HEADER, openContext } from './internal-context'
+import { openContext } from './internal-context'
 import { bindRequestContext, type RequestContext } from './request-context'
 
 /** Secret shared by the gateway and the family workers (see internal-context.ts). */
@@ -19,12 +19,29 @@ export interface FamilyApp<Env> {
   getOpenAPI31Document(config: { openapi: string; info: { title: string; version: string } }): unknown
 }
 
+/**
+ * Every family response carries the request id. The family app puts it on the responses it
+ * builds; a handler that returns a Response of its own (a stream, a relayed upstream answer)
+ * gets it here, on a copy only when that response's headers are immutable.
+ */
+function withRequestId(response: Response, requestId: string): Response {
+  if (response.headers.get('x-request-id') === requestId) return response
+  try {
+    response.headers.set('x-request-id', requestId)
+    return response
+  } catch {
+    const copy = new Response(response.body, response)
+    copy.headers.set('x-request-id', requestId)
+    return copy
+  }
+}
+
 export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<Env> {
   protected abstract readonly app: FamilyApp<Env>
 
   override async fetch(request: Request): Promise<Response> {
     const secret = (this.env as InternalContextEnv).INTERNAL_CONTEXT_SECRET
-    const context = secret ? await openContext(request.headers.get(CONTEXT_HEADER), secret) : null
+    const context = secret ? await openContext(request.headers, secret) : null
     if (!context) {
       return new AppError(
         404,
@@ -36,9 +53,9 @@ export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<E
   }
 
   /** Handles a request the gateway forwarded; subclasses may wrap it (e.g. to add headers). */
-  serve(request: Request, context: RequestContext): Promise<Response> | Response {
+  async serve(request: Request, context: RequestContext): Promise<Response> {
     bindRequestContext(request, context)
-    return this.app.fetch(request, this.env, this.ctx)
+    return withRequestId(await this.app.fetch(request, this.env, this.ctx), context.requestId)
   }
 
   /** This family's part of the OpenAPI document (the gateway merges all families). */

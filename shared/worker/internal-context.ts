@@ -1,12 +1,13 @@
 /**
- * The request context travels from the gateway to a family worker in one internal header:
+ * The request context travels from the gateway to a family worker in two internal headers:
  *
- *   x-svc-internal-context: <identity>.<signature>.<request>
+ *   x-svc-internal-context: <identity>.<signature>
+ *   x-svc-internal-request: {"requestId":…,"maxBodyBytes":…,"baseUrl":…}
  *
  * `identity` (base64url JSON of the authenticated Identity, or null on public routes) is signed
  * with HMAC-SHA-256 under INTERNAL_CONTEXT_SECRET, a secret only the gateway and the family
- * workers hold; `request` (base64url JSON: request id, the route's body limit, the public base
- * URL) is not. The gateway always overwrites the header, families refuse a request whose header is
+ * workers hold; the request part (plain JSON, all ASCII: the gateway's validated request id, the
+ * route's body limit, the public origin) is not. The gateway always overwrites the header, families refuse a request whose header is
  * missing or whose identity does not verify, and family workers are not routable, so a client can
  * neither forge nor replay an identity.
  *
@@ -21,6 +22,7 @@ import { base64urlDecode, base64urlEncode, ownBytes, utf8Decode } from '../crypt
 import type { Identity, RequestContext } from './request-context'
 
 export const CONTEXT_HEADER = 'x-svc-internal-context'
+export const REQUEST_HEADER = 'x-svc-internal-request'
 
 /** No route takes more than this; a family never trusts a larger limit from the header. */
 export const MAX_BODY_BYTES_CEILING = 64 * 1024 * 1024
@@ -42,17 +44,6 @@ function hmacKey(secret: string): Promise<CryptoKey> {
 
 function encodeJson(value: unknown): string {
   return base64urlEncode(encoder.encode(JSON.stringify(value)))
-}
-
-function decodeJson(segment: string): unknown {
-  const bytes = base64urlDecode(segment)
-  const json = bytes && utf8Decode(bytes)
-  if (!json) return undefined
-  try {
-    return JSON.parse(json)
-  } catch {
-    return undefined
-  }
 }
 
 async function sealIdentity(identity: Identity | null, secret: string): Promise<string> {
@@ -84,14 +75,18 @@ function sealedIdentity(identity: Identity | null, secret: string): Promise<stri
   return sealed
 }
 
-export async function sealContext(context: RequestContext, secret: string): Promise<string> {
+/** The two internal headers for `context` (the gateway sets both, overwriting anything the client sent). */
+export async function sealContext(context: RequestContext, secret: string): Promise<[string, string][]> {
   const identity = await sealedIdentity(context.identity, secret)
-  const request = encodeJson({
+  const request = JSON.stringify({
     requestId: context.requestId,
     maxBodyBytes: context.maxBodyBytes,
     baseUrl: context.baseUrl,
   })
-  return `${identity}.${request}`
+  return [
+    [CONTEXT_HEADER, identity],
+    [REQUEST_HEADER, request],
+  ]
 }
 
 /** Identities this isolate has verified under `secret`, by their sealed form (bounded; oldest dropped first). */
@@ -114,7 +109,9 @@ async function openIdentity(sealed: string, secret: string): Promise<{ identity:
     encoder.encode(payload),
   )
   if (!valid) return null
-  const identity = decodeJson(payload)
+  const bytes = base64urlDecode(payload)
+  const json = bytes && utf8Decode(bytes)
+  const identity = json ? parseJson(json) : undefined
   if (identity === undefined || (identity !== null && typeof identity !== 'object')) return null
   if (verified.size >= MAX_VERIFIED) {
     const oldest = verified.keys().next().value
@@ -124,15 +121,24 @@ async function openIdentity(sealed: string, secret: string): Promise<{ identity:
   return { identity: identity as Identity | null }
 }
 
-/** The context, or null when the header is absent, malformed or its identity is not signed with `secret`. */
-export async function openContext(header: string | null, secret: string): Promise<RequestContext | null> {
-  if (!header) return null
-  const first = header.indexOf('.')
-  const second = first > 0 ? header.indexOf('.', first + 1) : -1
-  if (second <= first + 1 || header.indexOf('.', second + 1) !== -1) return null
-  const opened = await openIdentity(header.slice(0, second), secret)
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/** The context, or null when a header is absent or malformed or the identity is not signed with `secret`. */
+export async function openContext(headers: Headers, secret: string): Promise<RequestContext | null> {
+  const sealed = headers.get(CONTEXT_HEADER)
+  const requestJson = headers.get(REQUEST_HEADER)
+  if (!sealed || !requestJson) return null
+  const dot = sealed.indexOf('.')
+  if (dot <= 0 || sealed.indexOf('.', dot + 1) !== -1) return null
+  const opened = await openIdentity(sealed, secret)
   if (!opened) return null
-  const request = decodeJson(header.slice(second + 1)) as Partial<RequestContext> | undefined
+  const request = parseJson(requestJson) as Partial<RequestContext> | undefined
   if (
     !request ||
     typeof request.requestId !== 'string' ||

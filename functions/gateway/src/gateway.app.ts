@@ -14,7 +14,7 @@ import {
   RouteTable,
 } from '../../../shared/routing/route-table'
 import { logError } from '../../../shared/worker/family-app'
-import { CONTEXT_HEADER, sealContext } from '../../../shared/worker/internal-context'
+import { sealContext } from '../../../shared/worker/internal-context'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import { invalidatePrincipal } from './access-token-auth'
 import { authenticate } from './authenticate'
@@ -29,7 +29,8 @@ import { invalidateTenantPolicy } from './tenant-policies'
 const routes = new RouteTable()
 
 function checkTenant(identity: Identity, request: Request, url: URL): void {
-  const claimed = request.headers.get('x-svc-tenant') ?? url.searchParams.get('tenantId')
+  const claimed =
+    request.headers.get('x-svc-tenant') ?? (url.search === '' ? null : url.searchParams.get('tenantId'))
   if (claimed !== null && claimed !== identity.tenantId) {
     throw new AppError(
       403,
@@ -132,7 +133,7 @@ async function forward(
   // a family cannot leak or replay it, and a 5 KB ML-DSA token is not copied over the binding.
   const headers = new Headers(request.headers)
   headers.delete('authorization')
-  headers.set(CONTEXT_HEADER, await sealContext(context, secret))
+  for (const [name, value] of await sealContext(context, secret)) headers.set(name, value)
   return env[FAMILY_BINDING[route.family]].fetch(new Request(request, { headers }))
 }
 
@@ -145,11 +146,13 @@ gatewayApp.use(async (c, next) => {
   c.set('url', url)
   c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || url.origin)
   await next()
-  c.res = decorate(
+  const decorated = decorate(
     c.res,
     requestId,
     allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS),
   )
+  // Hono's res setter copies the response and its headers: only when something changed.
+  if (decorated !== c.res) c.res = decorated
 })
 
 gatewayApp.onError((err, c) => {
