@@ -90,8 +90,6 @@ const MAX_QUEUED_SETTLES = 10_000
 interface PendingSettle {
   readonly input: SettleInput
   state: 'queued' | 'sending' | 'done'
-  readonly done: Promise<void>
-  readonly resolve: () => void
 }
 
 /** The first lease an isolate asks for, in requests; later ones follow what the last one admitted. */
@@ -226,7 +224,6 @@ function takeQueued(name: string): PendingSettle[] {
 function delivered(taken: readonly PendingSettle[]): void {
   for (const entry of taken) {
     entry.state = 'done'
-    entry.resolve()
   }
 }
 
@@ -372,10 +369,6 @@ export function openMeter(
       }
     },
     async settle(grant, usage) {
-      let resolve: () => void = () => {}
-      const done = new Promise<void>((r) => {
-        resolve = r
-      })
       const entry: PendingSettle = {
         input: {
           ...scope,
@@ -397,8 +390,6 @@ export function openMeter(
           estimated: usage.estimated,
         },
         state: 'queued',
-        done,
-        resolve,
       }
       const queue = queueOf(name)
       queue.push(entry)
@@ -408,7 +399,7 @@ export function openMeter(
         delivered(dropped)
       }
       for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
-        // One timer per settle and round (no race against `done`): most settles are delivered by
+        // One timer per settle and round (no race against delivery): most settles are delivered by
         // an acquire or by the first settle's batch long before their own timer fires.
         await sleep(SETTLE_FLUSH_DELAY_MS * attempt)
         if (entry.state === 'done') return
