@@ -46,8 +46,6 @@ interface Profile {
 }
 
 const bindings = {
-  // As scripts/stack.ts does: the gateway signs the request context it hands to the families.
-  INTERNAL_CONTEXT_SECRET: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex'),
   MODEL_PROVIDERS: JSON.stringify({
     version: 1,
     providers: [

@@ -168,11 +168,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     // 3. Signing keys: from JWT_SIGNING_KEYS when set, else generated once under dataDir. Only the
     //    auth worker gets the private keys; the gateway fetches the public ones over RPC.
     const { JWT_SIGNING_KEYS: configuredKeys, ...configured } = options.bindings ?? {}
-    // The gateway signs the request context it hands to family workers with this secret.
-    const sharedBindings = {
-      INTERNAL_CONTEXT_SECRET: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex'),
-      ...configured,
-    }
+    const sharedBindings = { ...configured }
     const signingKeys = configuredKeys ?? (await localSigningKeys(options.dataDir))
 
     // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all.

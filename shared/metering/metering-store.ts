@@ -33,7 +33,7 @@ export interface MeteringStore {
   ): Promise<BalanceRow | null>
 }
 
-/** Rows per INSERT statement (14 parameters each; well under Postgres' 65,535). */
+/** Rows per INSERT statement (one JSON parameter). */
 export const FLUSH_BATCH_SIZE = 500
 
 interface BalanceQueryRow extends Record<string, unknown> {
@@ -122,22 +122,38 @@ export async function flushLedger(
   now: number,
 ): Promise<BalanceRow | null> {
   if (entries.length > FLUSH_BATCH_SIZE) throw new Error(`at most ${FLUSH_BATCH_SIZE} rows per flush`)
-  const values = sql.join(
-    entries.map(
-      (e) => sql`(${tenantId}::uuid, ${e.requestId}, ${e.principal}, ${e.mode}, ${e.endpoint}, ${e.model},
-        ${e.provider}, ${e.promptTokens}::int, ${e.completionTokens}::int, ${e.cachedTokens}::int,
-        ${e.reasoningTokens}::int, ${unitsToCents(e.creditsUnits)}::numeric, ${e.estimated}::boolean,
-        ${new Date(e.createdAt).toISOString()}::timestamptz)`,
-    ),
-    sql`, `,
+  // The whole batch is one JSON parameter (an array of row arrays), unpacked by Postgres: a few
+  // hundred rows of 14 columns as bind parameters would cost the worker a query of thousands of
+  // placeholders to build and the server thousands of parameters to parse.
+  const rows = JSON.stringify(
+    entries.map((e) => [
+      e.requestId,
+      e.principal,
+      e.mode,
+      e.endpoint,
+      e.model,
+      e.provider,
+      e.promptTokens,
+      e.completionTokens,
+      e.cachedTokens,
+      e.reasoningTokens,
+      unitsToCents(e.creditsUnits),
+      e.estimated,
+      new Date(e.createdAt).toISOString(),
+    ]),
   )
   // `inserted`: new rows. `reused`: a row whose request id is already in the ledger with another
   // time is a different request that reused the id (the caller chooses x-request-id): it is
   // recorded as `<id>~<epoch ms>`. A row with the same id and time is this batch being replayed
   // (alarms are at-least-once) and changes nothing. Only rows inserted now reach the balance.
   const write = sql`
-    batch (tenant_id, request_id, principal, mode, endpoint, model, provider, prompt_tokens, completion_tokens,
-      cached_tokens, reasoning_tokens, credits_cents, estimated, created_at) as (values ${values}),
+    batch as (
+      select ${tenantId}::uuid as tenant_id, r ->> 0 as request_id, r ->> 1 as principal, r ->> 2 as mode,
+        r ->> 3 as endpoint, r ->> 4 as model, r ->> 5 as provider, (r ->> 6)::int as prompt_tokens,
+        (r ->> 7)::int as completion_tokens, (r ->> 8)::int as cached_tokens, (r ->> 9)::int as reasoning_tokens,
+        (r ->> 10)::numeric as credits_cents, (r ->> 11)::boolean as estimated, (r ->> 12)::timestamptz as created_at
+      from jsonb_array_elements(${rows}::jsonb) as r
+    ),
     inserted as (
       insert into usage_ledger (tenant_id, request_id, principal, mode, endpoint, model, provider,
         prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_cents, estimated, created_at)

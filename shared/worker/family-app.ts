@@ -9,7 +9,7 @@ import { HTTPException } from 'hono/http-exception'
 import { isJsonContentType, readBodyText } from '../http/body'
 import { AppError, toAppError } from '../http/errors'
 import { validationError } from '../http/validation'
-import { type Identity, type RequestContext, requestContextOf } from './request-context'
+import { bodyTextOf, type Identity, type RequestContext, requestContextOf } from './request-context'
 
 export interface FamilyVariables {
   request: RequestContext
@@ -64,7 +64,8 @@ export function createFamilyApp<Bindings extends object>() {
     // Prepared headers go onto every response the app builds (no copy of a finished response).
     c.header('x-request-id', context.requestId)
     if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
-      const text = await readBodyText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY)
+      const text =
+        bodyTextOf(c.req.raw) ?? (await readBodyText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY))
       if (text.trim() === '')
         throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
       let json: unknown

@@ -1,18 +1,21 @@
 /**
  * Base class of every family worker's default export. Family workers are not routable: the
- * gateway reaches them with a service-binding `fetch()` carrying the request context it
- * established (identity, request id) in a signed internal header. A request without a valid
- * context header gets 404, as if the worker were not there.
+ * gateway calls `handle()` over its service binding (JS RPC, see family-rpc.ts) with the request
+ * context it established (request id, verified identity, body limit) as a typed argument. Only
+ * workers holding the binding can call it, so the context needs no signature; a plain HTTP
+ * `fetch()` reaching a family gets 404, as if the worker were not there.
  */
 import { WorkerEntrypoint } from 'cloudflare:workers'
 import { AppError } from '../http/errors'
-import { openContext } from './internal-context'
-import { bindRequestContext, type RequestContext } from './request-context'
-
-/** Secret shared by the gateway and the family workers (see internal-context.ts). */
-export interface InternalContextEnv {
-  INTERNAL_CONTEXT_SECRET?: string
-}
+import {
+  type FamilyResponse,
+  type FamilyRpc,
+  type ForwardedRequest,
+  MAX_BODY_BYTES_CEILING,
+  toFamilyResponse,
+  toRequest,
+} from './family-rpc'
+import { bindBodyText, bindRequestContext, type RequestContext } from './request-context'
 
 export interface FamilyApp<Env> {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response>
@@ -36,20 +39,26 @@ function withRequestId(response: Response, requestId: string): Response {
   }
 }
 
-export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<Env> {
+export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<Env> implements FamilyRpc {
   protected abstract readonly app: FamilyApp<Env>
 
-  override async fetch(request: Request): Promise<Response> {
-    const secret = (this.env as InternalContextEnv).INTERNAL_CONTEXT_SECRET
-    const context = secret ? await openContext(request.headers, secret) : null
-    if (!context) {
-      return new AppError(
-        404,
-        'not_routable',
-        'This worker is reachable only through the gateway.',
-      ).toResponse()
+  override async fetch(): Promise<Response> {
+    return new AppError(
+      404,
+      'not_routable',
+      'This worker is reachable only through the gateway.',
+    ).toResponse()
+  }
+
+  /** RPC for the gateway: one forwarded request, answered with plain values (family-rpc.ts). */
+  async handle(forwarded: ForwardedRequest): Promise<FamilyResponse> {
+    const context: RequestContext = {
+      ...forwarded.context,
+      maxBodyBytes: Math.min(Math.max(0, forwarded.context.maxBodyBytes), MAX_BODY_BYTES_CEILING),
     }
-    return this.serve(request, context)
+    const request = toRequest(forwarded)
+    if (typeof forwarded.body === 'string') bindBodyText(request, forwarded.body)
+    return toFamilyResponse(await this.serve(request, context))
   }
 
   /** Handles a request the gateway forwarded; subclasses may wrap it (e.g. to add headers). */

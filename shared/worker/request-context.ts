@@ -40,9 +40,19 @@ export function isTestMode(identity: Identity): boolean {
 }
 
 const contexts = new WeakMap<Request, RequestContext>()
+const bodyTexts = new WeakMap<Request, string>()
 
 export function bindRequestContext(request: Request, context: RequestContext): void {
   contexts.set(request, context)
+}
+
+/** The JSON body text the gateway already read (within the route's limit), so it is not read again. */
+export function bindBodyText(request: Request, text: string): void {
+  bodyTexts.set(request, text)
+}
+
+export function bodyTextOf(request: Request): string | undefined {
+  return bodyTexts.get(request)
 }
 
 export function requestContextOf(request: Request): RequestContext | undefined {

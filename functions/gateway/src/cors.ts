@@ -50,10 +50,21 @@ export function allowedOrigin(origin: string | null, configured: string | undefi
   return configured.split(',').some((o) => o.trim() === origin) ? origin : null
 }
 
+/** The CORS headers of a response to an allowed origin. */
+export function corsHeaders(origin: string): [string, string][] {
+  const headers: [string, string][] = [
+    ['access-control-allow-origin', origin],
+    ['access-control-expose-headers', EXPOSED_HEADERS],
+  ]
+  if (origin !== '*') headers.push(['vary', 'Origin'])
+  return headers
+}
+
 export function applyCors(headers: Headers, origin: string): void {
-  headers.set('access-control-allow-origin', origin)
-  headers.set('access-control-expose-headers', EXPOSED_HEADERS)
-  if (origin !== '*') headers.append('vary', 'Origin')
+  for (const [name, value] of corsHeaders(origin)) {
+    if (name === 'vary') headers.append(name, value)
+    else headers.set(name, value)
+  }
 }
 
 export function preflight(request: Request, origin: string | null, requestId: string): Response {

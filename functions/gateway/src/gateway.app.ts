@@ -5,7 +5,7 @@
  */
 import { Hono } from 'hono'
 import { serviceAccountSubject } from '../../../shared/auth/subjects'
-import { formatBytes, isJsonContentType } from '../../../shared/http/body'
+import { formatBytes, isJsonContentType, readBodyText } from '../../../shared/http/body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import {
   FAMILY_BINDING,
@@ -14,11 +14,11 @@ import {
   RouteTable,
 } from '../../../shared/routing/route-table'
 import { logError } from '../../../shared/worker/family-app'
-import { sealContext } from '../../../shared/worker/internal-context'
+import { type ForwardedBody, fromFamilyResponse } from '../../../shared/worker/family-rpc'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import { invalidatePrincipal } from './access-token-auth'
 import { authenticate } from './authenticate'
-import { allowedOrigin, applyCors, preflight } from './cors'
+import { allowedOrigin, applyCors, corsHeaders, preflight } from './cors'
 import { enforceCryptoPolicy } from './crypto-enforcement'
 import type { GatewayApp, GatewayEnv } from './gateway.context'
 import { healthRoutes } from './health'
@@ -62,8 +62,7 @@ function checkBody(route: RouteSpec, request: Request): void {
       `The request body is ${formatBytes(Number(length))}; ${route.method} ${route.path} accepts at most ${formatBytes(rule.maxBytes)}.`,
     )
   }
-  const hasBody = (length !== null && length !== '0') || request.headers.has('transfer-encoding')
-  if (!hasBody) return
+  if (!hasBody(request)) return
   const type = request.headers.get('content-type')
   const base = (type ?? '').split(';', 1)[0]!.trim().toLowerCase()
   const ok =
@@ -91,50 +90,69 @@ function checkBody(route: RouteSpec, request: Request): void {
 
 /**
  * Every response leaves with the request id (and CORS headers for an allowed browser origin).
- * Family responses already carry the id (the family app sets it) and arrive with immutable
- * headers, so they pass through untouched unless CORS headers must be added to a copy.
+ * Family responses arrive with both (forward() builds them so), and pass through untouched.
  */
 function decorate(response: Response, requestId: string, origin: string | null): Response {
-  const hasId = response.headers.get('x-request-id') === requestId
-  if (hasId && !origin) return response
+  const needsId = response.headers.get('x-request-id') !== requestId
+  const needsCors = origin !== null && !response.headers.has('access-control-allow-origin')
+  if (!needsId && !needsCors) return response
   let res = response
-  if (hasId) {
+  try {
+    if (needsId) res.headers.set('x-request-id', requestId)
+  } catch {
     res = new Response(response.body, response)
-  } else {
+    res.headers.set('x-request-id', requestId)
+  }
+  if (needsCors) {
     try {
-      res.headers.set('x-request-id', requestId)
+      applyCors(res.headers, origin)
     } catch {
-      res = new Response(response.body, response)
-      res.headers.set('x-request-id', requestId)
+      res = new Response(res.body, res)
+      applyCors(res.headers, origin)
     }
   }
-  if (origin) applyCors(res.headers, origin)
   return res
 }
 
+/** Whether the request carries a body at all (a declared non-zero length, or chunked). */
+function hasBody(request: Request): boolean {
+  const length = request.headers.get('content-length')
+  return (length !== null && length !== '0') || request.headers.has('transfer-encoding')
+}
+
+/**
+ * The body as it crosses the binding: JSON bodies as text, read here once within the route's
+ * limit (413 beyond it, even when the length was not declared); any other body as its stream.
+ */
+async function forwardedBody(route: RouteSpec, request: Request): Promise<ForwardedBody> {
+  if (request.method === 'GET' || request.method === 'HEAD' || !hasBody(request)) return null
+  if (route.body?.kind === 'json') return readBodyText(request, route.body.maxBytes)
+  return request.body
+}
+
+/**
+ * Hands the request to its family worker (JS RPC with plain values, shared/worker/family-rpc.ts)
+ * and builds the response the client gets. Families get the verified identity in the request
+ * context, never the credential itself: a family cannot leak or replay it, and a 5 KB ML-DSA token
+ * is not copied over the binding.
+ */
 async function forward(
   route: RouteSpec,
   request: Request,
   env: GatewayEnv,
   context: RequestContext,
+  origin: string | null,
 ): Promise<Response> {
-  const secret = env.INTERNAL_CONTEXT_SECRET
-  if (!secret) {
-    throw new AppError(
-      500,
-      'gateway_misconfigured',
-      'The gateway is not configured correctly; contact support.',
-      {
-        internalMessage: 'INTERNAL_CONTEXT_SECRET is not set',
-      },
-    )
-  }
-  // Families get the verified identity in the signed context header, never the credential itself:
-  // a family cannot leak or replay it, and a 5 KB ML-DSA token is not copied over the binding.
-  const headers = new Headers(request.headers)
-  headers.delete('authorization')
-  for (const [name, value] of await sealContext(context, secret)) headers.set(name, value)
-  return env[FAMILY_BINDING[route.family]].fetch(new Request(request, { headers }))
+  const headers: [string, string][] = []
+  for (const pair of request.headers) if (pair[0] !== 'authorization') headers.push(pair)
+  const result = await env[FAMILY_BINDING[route.family]].handle({
+    method: request.method,
+    url: request.url,
+    headers,
+    body: await forwardedBody(route, request),
+    context,
+  })
+  return fromFamilyResponse(result, origin ? corsHeaders(origin) : [])
 }
 
 export const gatewayApp = new Hono<GatewayApp>()
@@ -145,12 +163,10 @@ gatewayApp.use(async (c, next) => {
   c.set('requestId', requestId)
   c.set('url', url)
   c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || url.origin)
+  const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
+  c.set('origin', origin)
   await next()
-  const decorated = decorate(
-    c.res,
-    requestId,
-    allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS),
-  )
+  const decorated = decorate(c.res, requestId, origin)
   // Hono's res setter copies the response and its headers: only when something changed.
   if (decorated !== c.res) c.res = decorated
 })
@@ -181,23 +197,20 @@ gatewayApp.all('*', async (c) => {
   const request = c.req.raw
   const requestId = c.get('requestId')
   if (request.method === 'OPTIONS') {
-    return preflight(
-      request,
-      allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS),
-      requestId,
-    )
+    return preflight(request, c.get('origin'), requestId)
   }
   const url = c.get('url')
   const lookup = routes.lookup(request.method, url.pathname)
 
   if (lookup.kind === 'match' && lookup.match.route.access === 'public') {
     checkBody(lookup.match.route, request)
-    return forward(lookup.match.route, request, c.env, {
+    const context = {
       requestId,
       identity: null,
       maxBodyBytes: lookup.match.route.body?.maxBytes ?? 0,
       baseUrl: c.get('baseUrl'),
-    })
+    }
+    return forward(lookup.match.route, request, c.env, context, c.get('origin'))
   }
   if (lookup.kind === 'method_not_allowed' && lookup.public)
     throw methodNotAllowed(request.method, url, lookup.allow)
@@ -218,12 +231,8 @@ gatewayApp.all('*', async (c) => {
   const route = lookup.match.route
   await enforceCryptoPolicy({ request, identity, requestId, path: url.pathname }, c.env, c.executionCtx)
   checkBody(route, request)
-  const response = await forward(route, request, c.env, {
-    requestId,
-    identity,
-    maxBodyBytes: route.body?.maxBytes ?? 0,
-    baseUrl: c.get('baseUrl'),
-  })
+  const context = { requestId, identity, maxBodyBytes: route.body?.maxBytes ?? 0, baseUrl: c.get('baseUrl') }
+  const response = await forward(route, request, c.env, context, c.get('origin'))
   if (route.family === 'platform' && response.ok) afterAdminChange(route, lookup.match.params, identity)
   return response
 })

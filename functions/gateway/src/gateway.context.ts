@@ -12,12 +12,10 @@ export interface GatewayEnv extends DatabaseEnv {
   KNOWLEDGE: FamilyBinding
   REASONING: FamilyBinding
   MCP: FamilyBinding
-  /** The auth family; besides `serve` it answers `verificationKeys()` (the public JWKS). */
+  /** The auth family; besides `handle` it answers `verificationKeys()` (the public JWKS). */
   AUTH: Service<AuthWorker>
   TELEMETRY: FamilyBinding
   PLATFORM: FamilyBinding
-  /** Signs the request context sent to family workers (shared with every family; a secret). */
-  INTERNAL_CONTEXT_SECRET?: string
   /** How long a verified API key (or token principal) stays cached in an isolate (seconds, default 30). */
   API_KEY_CACHE_TTL_SECONDS?: string
   /** How long a tenant's crypto policy stays cached in an isolate (seconds, default 30). */
@@ -37,6 +35,8 @@ export interface GatewayVariables {
   /** The request URL, parsed once. */
   url: URL
   baseUrl: string
+  /** The request's Origin when CORS allows it (null otherwise). */
+  origin: string | null
 }
 
 export interface GatewayApp {
