@@ -46,6 +46,51 @@ async function call(
 
 const hello = { model: 'svc-cell', messages: [{ role: 'user', content: 'Hello' }] }
 
+describe('chat worker: reachable only through the gateway', () => {
+  it('a plain HTTP fetch() that reaches the worker gets 404 not_routable, whatever headers it carries', async () => {
+    const worker = new ChatWorker(createExecutionContext(), chatEnv)
+    const res = await worker.fetch()
+    expect(res.status).toBe(404)
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_routable')
+  })
+
+  it('handle(): the gateway RPC answers with plain values, the body text reused, the request id on the answer', async () => {
+    const worker = new ChatWorker(createExecutionContext(), chatEnv)
+    const requestId = `req_${crypto.randomUUID().replaceAll('-', '')}`
+    const out = await worker.handle({
+      method: 'POST',
+      url: 'https://svc.test/svc/chat/completions',
+      headers: [['content-type', 'application/json']],
+      body: JSON.stringify(hello),
+      context: { requestId, identity: identity('test'), maxBodyBytes: 4096, baseUrl: 'https://svc.test' },
+    })
+    expect(out.status).toBe(200)
+    expect(typeof out.body).toBe('string')
+    expect(JSON.parse(out.body as string).object).toBe('chat.completion')
+    const headers = new Headers(out.headers)
+    expect(headers.get('x-request-id')).toBe(requestId)
+    expect(headers.get('x-ratelimit-limit-requests')).not.toBeNull()
+  })
+
+  it('handle(): a malformed JSON body handed over as text is refused 400 malformed_json', async () => {
+    const worker = new ChatWorker(createExecutionContext(), chatEnv)
+    const out = await worker.handle({
+      method: 'POST',
+      url: 'https://svc.test/svc/chat/completions',
+      headers: [['content-type', 'application/json']],
+      body: '{"model":',
+      context: {
+        requestId: 'req_x',
+        identity: identity('test'),
+        maxBodyBytes: 2 ** 40,
+        baseUrl: 'https://svc.test',
+      },
+    })
+    expect(out.status).toBe(400)
+    expect(JSON.parse(out.body as string).error.code).toBe('malformed_json')
+  })
+})
+
 describe('chat worker: deployments without a model provider', () => {
   it('a live key gets 503 provider_not_configured naming MODEL_PROVIDERS when it is unset', async () => {
     const { res } = await call(identity('live'), hello, { MODEL_PROVIDERS: undefined })
