@@ -77,7 +77,11 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
       `This endpoint takes a JSON body; send it with Content-Type: application/json (got ${request.headers.get('content-type') ?? 'no Content-Type'}).`,
     )
   }
-  const text = await readBodyText(request, maxBytes)
+  return parseJsonBody(await readBodyText(request, maxBytes))
+}
+
+/** Parses the text of a JSON request body: 400 `missing_body` when empty, 400 `malformed_json` with the position. */
+export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') {
     throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
   }

@@ -266,12 +266,15 @@ async function openResponse(
   }
 }
 
-function openAiHeaders(provider: OpenAiCompatibleProvider, call: UpstreamCall): Headers {
-  const headers = new Headers(provider.headers ?? {})
-  headers.set('content-type', 'application/json')
-  headers.set('accept', call.request.stream ? 'text/event-stream' : 'application/json')
-  if (provider.apiKeySecret) headers.set('authorization', `Bearer ${String(call.env[provider.apiKeySecret])}`)
-  if (call.requestId) headers.set('x-client-request-id', call.requestId)
+/** A plain object (names lower-cased): the runtime converts it faster than a Headers object. */
+function openAiHeaders(provider: OpenAiCompatibleProvider, call: UpstreamCall): Record<string, string> {
+  const headers: Record<string, string> = {}
+  if (provider.headers)
+    for (const [name, value] of Object.entries(provider.headers)) headers[name.toLowerCase()] = value
+  headers['content-type'] = 'application/json'
+  headers.accept = call.request.stream ? 'text/event-stream' : 'application/json'
+  if (provider.apiKeySecret) headers.authorization = `Bearer ${String(call.env[provider.apiKeySecret])}`
+  if (call.requestId) headers['x-client-request-id'] = call.requestId
   return headers
 }
 

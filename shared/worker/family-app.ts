@@ -6,7 +6,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
-import { isJsonContentType, readBodyText } from '../http/body'
+import { isJsonContentType, parseJsonBody, readBodyText } from '../http/body'
 import { AppError, toAppError } from '../http/errors'
 import { validationError } from '../http/validation'
 import { bodyTextOf, type Identity, type RequestContext, requestContextOf } from './request-context'
@@ -66,19 +66,7 @@ export function createFamilyApp<Bindings extends object>() {
     if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
       const text =
         bodyTextOf(c.req.raw) ?? (await readBodyText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY))
-      if (text.trim() === '')
-        throw new AppError(400, 'missing_body', 'The request body is empty; send a JSON object.')
-      let json: unknown
-      try {
-        json = JSON.parse(text)
-      } catch (err) {
-        const detail = err instanceof SyntaxError ? err.message : 'unparseable'
-        throw new AppError(
-          400,
-          'malformed_json',
-          `The request body is not valid JSON (${detail}). Send a JSON object.`,
-        )
-      }
+      const json = parseJsonBody(text)
       // Hono caches body reads as promises; handlers and validators reuse these (parsed once).
       const cache = c.req.bodyCache as Record<string, unknown>
       cache.text = Promise.resolve(text)

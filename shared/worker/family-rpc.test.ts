@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { fromFamilyResponse, toFamilyResponse, toRequest } from './family-rpc'
+import { fromFamilyResponse, headerMap, toFamilyResponse, toRequest } from './family-rpc'
 import type { RequestContext } from './request-context'
 
 const context: RequestContext = {
@@ -18,10 +18,7 @@ describe('family RPC transport: what crosses the service binding', () => {
     const out = await toFamilyResponse(res)
     expect(out).toEqual({
       status: 201,
-      headers: [
-        ['content-type', 'application/json; charset=utf-8'],
-        ['x-request-id', 'req_1'],
-      ],
+      headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': 'req_1' },
       body: '{"ok":true}',
     })
     const html = await toFamilyResponse(new Response('<p>', { headers: { 'content-type': 'text/html' } }))
@@ -42,6 +39,16 @@ describe('family RPC transport: what crosses the service binding', () => {
     }
   })
 
+  it('headers cross as one plain object, Set-Cookie values apart, and one can be left out', () => {
+    const headers = new Headers({ authorization: 'Bearer x', accept: 'application/json' })
+    headers.append('set-cookie', 'a=1')
+    headers.append('set-cookie', 'b=2')
+    expect(headerMap(headers, 'authorization')).toEqual({
+      headers: { accept: 'application/json' },
+      setCookies: ['a=1', 'b=2'],
+    })
+  })
+
   it('binary bodies cross as bytes; bodiless statuses as null', async () => {
     const bytes = await toFamilyResponse(
       new Response(new Uint8Array([1, 2, 3]), { headers: { 'content-type': 'application/octet-stream' } }),
@@ -51,21 +58,28 @@ describe('family RPC transport: what crosses the service binding', () => {
   })
 
   it('the gateway rebuilds the response with its own headers appended', async () => {
-    const res = fromFamilyResponse({ status: 429, headers: [['retry-after', '3']], body: '{"error":{}}' }, [
-      ['access-control-allow-origin', '*'],
-    ])
+    const res = fromFamilyResponse(
+      { status: 429, headers: { 'retry-after': '3' }, body: '{"error":{}}' },
+      { 'access-control-allow-origin': '*' },
+    )
     expect(res.status).toBe(429)
     expect(res.headers.get('retry-after')).toBe('3')
     expect(res.headers.get('access-control-allow-origin')).toBe('*')
     expect(await res.text()).toBe('{"error":{}}')
-    expect(fromFamilyResponse({ status: 304, headers: [], body: '' }, []).body).toBeNull()
+    expect(fromFamilyResponse({ status: 304, headers: {}, body: '' }, null).body).toBeNull()
+    const cookies = fromFamilyResponse(
+      { status: 200, headers: { 'content-type': 'text/plain' }, setCookies: ['a=1', 'b=2'], body: 'x' },
+      null,
+    )
+    expect(cookies.headers.getSetCookie()).toEqual(['a=1', 'b=2'])
   })
 
   it('the family sees the forwarded request: method, URL, headers and body (none on GET)', async () => {
     const post = toRequest({
       method: 'POST',
       url: 'https://svc.test/svc/chat/completions?x=1',
-      headers: [['content-type', 'application/json']],
+      path: '/svc/chat/completions',
+      headers: { 'content-type': 'application/json' },
       body: '{"a":1}',
       context,
     })
@@ -76,7 +90,8 @@ describe('family RPC transport: what crosses the service binding', () => {
     const get = toRequest({
       method: 'GET',
       url: 'https://svc.test/svc/models',
-      headers: [],
+      path: '/svc/models',
+      headers: {},
       body: 'x',
       context,
     })

@@ -19,10 +19,18 @@ import type { RequestContext } from './request-context'
 
 export type ForwardedBody = string | ReadableStream<Uint8Array> | null
 
+/**
+ * Header names (lower case) to values. A plain object, not an array of pairs or a `Headers`: the
+ * runtime converts a plain object into a Request's or Response's headers several times faster.
+ */
+export type HeaderMap = Record<string, string>
+
 export interface ForwardedRequest {
   readonly method: string
   readonly url: string
-  readonly headers: string[][]
+  /** The URL's path, as the gateway parsed it. */
+  readonly path: string
+  readonly headers: HeaderMap
   readonly body: ForwardedBody
   readonly context: RequestContext
 }
@@ -31,7 +39,9 @@ export type FamilyResponseBody = string | ArrayBuffer | ReadableStream<Uint8Arra
 
 export interface FamilyResponse {
   readonly status: number
-  readonly headers: string[][]
+  readonly headers: HeaderMap
+  /** Set-Cookie values, the one header that cannot be folded into one value. */
+  readonly setCookies?: string[]
   readonly body: FamilyResponseBody
 }
 
@@ -65,17 +75,32 @@ function isTextual(type: string): boolean {
   )
 }
 
+/** The headers as a HeaderMap (Set-Cookie apart), optionally leaving one out. */
+export function headerMap(headers: Headers, omit?: string): { headers: HeaderMap; setCookies?: string[] } {
+  const map: HeaderMap = {}
+  const setCookies: string[] = []
+  for (const [name, value] of headers) {
+    if (name === 'set-cookie') setCookies.push(value)
+    else if (name !== omit) map[name] = value
+  }
+  return setCookies.length > 0 ? { headers: map, setCookies } : { headers: map }
+}
+
 /** What a family answers, as the plain values that cross the binding. */
 export async function toFamilyResponse(response: Response): Promise<FamilyResponse> {
-  const headers = [...response.headers]
+  const headers = headerMap(response.headers)
   const status = response.status
   if (!response.body || NULL_BODY_STATUSES.has(status)) {
     await response.body?.cancel().catch(() => {})
-    return { status, headers, body: null }
+    return { status, ...headers, body: null }
   }
-  const type = mediaType(response.headers.get('content-type'))
-  if (STREAMED_TYPES.includes(type)) return { status, headers, body: response.body }
-  return { status, headers, body: isTextual(type) ? await response.text() : await response.arrayBuffer() }
+  const type = mediaType(headers.headers['content-type'] ?? null)
+  if (STREAMED_TYPES.includes(type)) return { status, ...headers, body: response.body }
+  return {
+    status,
+    ...headers,
+    body: isTextual(type) ? await response.text() : await response.arrayBuffer(),
+  }
 }
 
 /** The Request a family's app sees: the forwarded one, rebuilt in the family's isolate. */
@@ -88,9 +113,14 @@ export function toRequest(forwarded: ForwardedRequest): Request {
   })
 }
 
-/** The Response the gateway sends: the family's, with the gateway's own headers appended. */
-export function fromFamilyResponse(result: FamilyResponse, extraHeaders: string[][]): Response {
-  const headers = extraHeaders.length === 0 ? result.headers : [...result.headers, ...extraHeaders]
+/** The Response the gateway sends: the family's, with the gateway's own headers added. */
+export function fromFamilyResponse(result: FamilyResponse, extraHeaders: HeaderMap | null): Response {
+  const map = extraHeaders ? { ...result.headers, ...extraHeaders } : result.headers
+  let headers: HeaderMap | Headers = map
+  if (result.setCookies) {
+    headers = new Headers(map)
+    for (const cookie of result.setCookies) headers.append('set-cookie', cookie)
+  }
   return new Response(NULL_BODY_STATUSES.has(result.status) ? null : result.body, {
     status: result.status,
     headers,

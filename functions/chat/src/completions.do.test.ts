@@ -60,7 +60,8 @@ describe('chat worker: reachable only through the gateway', () => {
     const out = await worker.handle({
       method: 'POST',
       url: 'https://svc.test/svc/chat/completions',
-      headers: [['content-type', 'application/json']],
+      path: '/svc/chat/completions',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify(hello),
       context: { requestId, identity: identity('test'), maxBodyBytes: 4096, baseUrl: 'https://svc.test' },
     })
@@ -77,7 +78,8 @@ describe('chat worker: reachable only through the gateway', () => {
     const out = await worker.handle({
       method: 'POST',
       url: 'https://svc.test/svc/chat/completions',
-      headers: [['content-type', 'application/json']],
+      path: '/svc/chat/completions',
+      headers: { 'content-type': 'application/json' },
       body: '{"model":',
       context: {
         requestId: 'req_x',

@@ -26,7 +26,7 @@ import { checkChatEntitlements } from '../../../shared/plans/entitlements'
 import { getPlan, type Plan, type PlanCatalog, planCatalogFromEnv } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError, type UpgradeDecision } from '../../../shared/plans/upgrade-decision'
 import { type ChatMode, createChatCompletion } from '../../../shared/providers/chat-completions'
-import { requestedMaxTokens } from '../../../shared/providers/chat-wire'
+import { type ChatCompletion, requestedMaxTokens } from '../../../shared/providers/chat-wire'
 import {
   MODEL_PROVIDERS_VAR,
   type ProviderRegistry,
@@ -34,7 +34,7 @@ import {
 } from '../../../shared/providers/provider-config'
 import { countPromptTokens } from '../../../shared/providers/tokenizer'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { type Identity, isTestMode } from '../../../shared/worker/request-context'
+import { type Identity, isTestMode, type RequestContext } from '../../../shared/worker/request-context'
 import { type ChatEnv, providerEnv } from './chat.context'
 import {
   ChatCompletionRequestSchema,
@@ -50,11 +50,6 @@ export const CHAT_COMPLETIONS_PATH = '/svc/chat/completions'
  * ends, so this only bounds how many such requests can be in flight at once.
  */
 export const DEFAULT_OUTPUT_TOKEN_ESTIMATE = 1024
-
-const SSE_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-}
 
 function planOf(identity: Identity, catalog: PlanCatalog): Plan {
   const plan = getPlan(identity.planId, catalog)
@@ -114,6 +109,106 @@ const ErrorBodySchema = z.object({
   error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string() }),
 })
 
+/** What a chat completion needs: the parsed JSON body and the request as the gateway handed it over. */
+export interface ChatCompletionCall {
+  readonly body: unknown
+  readonly context: RequestContext
+  readonly env: ChatEnv
+  readonly executionCtx: Pick<ExecutionContext, 'waitUntil'>
+  /** Aborts the upstream request when the client goes away (when the runtime reports it). */
+  readonly signal?: AbortSignal
+}
+
+/** The answer, with the x-ratelimit-* headers every response carries. */
+export type ChatCompletionAnswer =
+  | { readonly kind: 'json'; readonly completion: ChatCompletion; readonly headers: Record<string, string> }
+  | {
+      readonly kind: 'stream'
+      readonly stream: ReadableStream<Uint8Array>
+      readonly headers: Record<string, string>
+    }
+
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+}
+
+/**
+ * The request path of a chat completion (steps 1–7 above), shared by the Hono route and the
+ * chat worker's RPC fast path. Throws the AppError to render (with rate-limit headers once
+ * the limiter was consulted).
+ */
+export async function completeChat(call: ChatCompletionCall): Promise<ChatCompletionAnswer> {
+  const { requestId, identity } = call.context
+  const { env, executionCtx } = call
+  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
+  const request = parseChatCompletionRequest(call.body)
+  const catalog = planCatalogFromEnv(env)
+  const plan = planOf(identity, catalog)
+  const mode: ChatMode = isTestMode(identity) ? 'test' : 'live'
+
+  const promptTokens = countPromptTokens(request.messages, request.tools)
+  const maxOutput = requestedMaxTokens(request)
+  const decision = checkChatEntitlements(
+    plan,
+    {
+      model: request.model,
+      reasoning_effort: request.reasoning_effort,
+      promptTokens,
+      maxOutputTokens: maxOutput,
+    },
+    { catalog },
+  )
+  if (decision) throw actionRequiredError(decision, { param: paramFor(decision), catalog })
+  const registry = mode === 'live' ? liveRegistry(env, request.model) : null
+
+  const meter = openMeter(env.RATE_LIMITER, identity, 'chat.completions', { catalog })
+  const grant: MeterGrant = await meter.acquire({
+    requestId,
+    model: request.model,
+    estimatedTokens: promptTokens + (maxOutput ?? DEFAULT_OUTPUT_TOKEN_ESTIMATE) * (request.n ?? 1),
+  })
+
+  let result: Awaited<ReturnType<typeof createChatCompletion>>
+  try {
+    result = await createChatCompletion({
+      request,
+      alias: request.model,
+      mode,
+      registry,
+      env: providerEnv(env),
+      ...(call.signal ? { signal: call.signal } : {}),
+      requestId,
+    })
+  } catch (err) {
+    executionCtx.waitUntil(meter.settle(grant, { usage: null, estimated: false, provider: 'none' }))
+    throw withHeaders(err, grant.headers)
+  }
+
+  if (result.kind === 'json') {
+    executionCtx.waitUntil(
+      meter.settle(grant, {
+        usage: result.usage,
+        estimated: result.usageSource === 'estimated',
+        provider: result.target.providerId,
+      }),
+    )
+    return { kind: 'json', completion: result.completion, headers: grant.headers }
+  }
+
+  const provider = result.target.providerId
+  executionCtx.waitUntil(
+    result.outcome.then((outcome) =>
+      meter.settle(grant, {
+        usage: outcome.usage,
+        estimated: outcome.usageSource === 'estimated',
+        provider,
+      }),
+    ),
+  )
+  return { kind: 'stream', stream: result.stream, headers: grant.headers }
+}
+
 export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
   app.openAPIRegistry.registerPath(
     createRoute({
@@ -146,74 +241,14 @@ export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
   )
 
   app.post(CHAT_COMPLETIONS_PATH, async (c) => {
-    const { requestId } = c.get('request')
-    const identity = c.get('request').identity
-    if (!identity)
-      throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
-    const request = parseChatCompletionRequest(await c.req.json())
-    const catalog = planCatalogFromEnv(c.env)
-    const plan = planOf(identity, catalog)
-    const mode: ChatMode = isTestMode(identity) ? 'test' : 'live'
-
-    const promptTokens = countPromptTokens(request.messages, request.tools)
-    const maxOutput = requestedMaxTokens(request)
-    const decision = checkChatEntitlements(
-      plan,
-      {
-        model: request.model,
-        reasoning_effort: request.reasoning_effort,
-        promptTokens,
-        maxOutputTokens: maxOutput,
-      },
-      { catalog },
-    )
-    if (decision) throw actionRequiredError(decision, { param: paramFor(decision), catalog })
-    const registry = mode === 'live' ? liveRegistry(c.env, request.model) : null
-
-    const meter = openMeter(c.env.RATE_LIMITER, identity, 'chat.completions', { catalog })
-    const grant: MeterGrant = await meter.acquire({
-      requestId,
-      model: request.model,
-      estimatedTokens: promptTokens + (maxOutput ?? DEFAULT_OUTPUT_TOKEN_ESTIMATE) * (request.n ?? 1),
+    const answer = await completeChat({
+      body: await c.req.json(),
+      context: c.get('request'),
+      env: c.env,
+      executionCtx: c.executionCtx,
+      signal: c.req.raw.signal,
     })
-
-    let result: Awaited<ReturnType<typeof createChatCompletion>>
-    try {
-      result = await createChatCompletion({
-        request,
-        alias: request.model,
-        mode,
-        registry,
-        env: providerEnv(c.env),
-        signal: c.req.raw.signal,
-        requestId,
-      })
-    } catch (err) {
-      c.executionCtx.waitUntil(meter.settle(grant, { usage: null, estimated: false, provider: 'none' }))
-      throw withHeaders(err, grant.headers)
-    }
-
-    if (result.kind === 'json') {
-      c.executionCtx.waitUntil(
-        meter.settle(grant, {
-          usage: result.usage,
-          estimated: result.usageSource === 'estimated',
-          provider: result.target.providerId,
-        }),
-      )
-      return c.json(result.completion, 200, grant.headers)
-    }
-
-    const provider = result.target.providerId
-    c.executionCtx.waitUntil(
-      result.outcome.then((outcome) =>
-        meter.settle(grant, {
-          usage: outcome.usage,
-          estimated: outcome.usageSource === 'estimated',
-          provider,
-        }),
-      ),
-    )
-    return new Response(result.stream, { status: 200, headers: { ...SSE_HEADERS, ...grant.headers } })
+    if (answer.kind === 'json') return c.json(answer.completion, 200, answer.headers)
+    return new Response(answer.stream, { status: 200, headers: { ...SSE_HEADERS, ...answer.headers } })
   })
 }

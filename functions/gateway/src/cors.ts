@@ -51,17 +51,18 @@ export function allowedOrigin(origin: string | null, configured: string | undefi
 }
 
 /** The CORS headers of a response to an allowed origin. */
-export function corsHeaders(origin: string): [string, string][] {
-  const headers: [string, string][] = [
-    ['access-control-allow-origin', origin],
-    ['access-control-expose-headers', EXPOSED_HEADERS],
-  ]
-  if (origin !== '*') headers.push(['vary', 'Origin'])
-  return headers
+export function corsHeaders(origin: string): Record<string, string> {
+  return origin === '*'
+    ? { 'access-control-allow-origin': origin, 'access-control-expose-headers': EXPOSED_HEADERS }
+    : {
+        'access-control-allow-origin': origin,
+        'access-control-expose-headers': EXPOSED_HEADERS,
+        vary: 'Origin',
+      }
 }
 
 export function applyCors(headers: Headers, origin: string): void {
-  for (const [name, value] of corsHeaders(origin)) {
+  for (const [name, value] of Object.entries(corsHeaders(origin))) {
     if (name === 'vary') headers.append(name, value)
     else headers.set(name, value)
   }

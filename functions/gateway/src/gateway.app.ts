@@ -14,7 +14,7 @@ import {
   RouteTable,
 } from '../../../shared/routing/route-table'
 import { logError } from '../../../shared/worker/family-app'
-import { type ForwardedBody, fromFamilyResponse } from '../../../shared/worker/family-rpc'
+import { type ForwardedBody, fromFamilyResponse, headerMap } from '../../../shared/worker/family-rpc'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import { invalidatePrincipal } from './access-token-auth'
 import { authenticate } from './authenticate'
@@ -141,18 +141,18 @@ async function forward(
   request: Request,
   env: GatewayEnv,
   context: RequestContext,
+  path: string,
   origin: string | null,
 ): Promise<Response> {
-  const headers: [string, string][] = []
-  for (const pair of request.headers) if (pair[0] !== 'authorization') headers.push(pair)
   const result = await env[FAMILY_BINDING[route.family]].handle({
     method: request.method,
     url: request.url,
-    headers,
+    path,
+    headers: headerMap(request.headers, 'authorization').headers,
     body: await forwardedBody(route, request),
     context,
   })
-  return fromFamilyResponse(result, origin ? corsHeaders(origin) : [])
+  return fromFamilyResponse(result, origin ? corsHeaders(origin) : null)
 }
 
 export const gatewayApp = new Hono<GatewayApp>()
@@ -210,7 +210,7 @@ gatewayApp.all('*', async (c) => {
       maxBodyBytes: lookup.match.route.body?.maxBytes ?? 0,
       baseUrl: c.get('baseUrl'),
     }
-    return forward(lookup.match.route, request, c.env, context, c.get('origin'))
+    return forward(lookup.match.route, request, c.env, context, url.pathname, c.get('origin'))
   }
   if (lookup.kind === 'method_not_allowed' && lookup.public)
     throw methodNotAllowed(request.method, url, lookup.allow)
@@ -232,7 +232,7 @@ gatewayApp.all('*', async (c) => {
   await enforceCryptoPolicy({ request, identity, requestId, path: url.pathname }, c.env, c.executionCtx)
   checkBody(route, request)
   const context = { requestId, identity, maxBodyBytes: route.body?.maxBytes ?? 0, baseUrl: c.get('baseUrl') }
-  const response = await forward(route, request, c.env, context, c.get('origin'))
+  const response = await forward(route, request, c.env, context, url.pathname, c.get('origin'))
   if (route.family === 'platform' && response.ok) afterAdminChange(route, lookup.match.params, identity)
   return response
 })
