@@ -183,6 +183,9 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
       estimated integer not null,
       flushed integer not null default 0)`)
     sql.exec(`create index if not exists ledger_pending on ledger (flushed, seq)`)
+    // The alarm deletes flushed rows older than an hour and a restart rebuilds the rate windows
+    // from the last minutes: both by time, so without this index each scans every row kept.
+    sql.exec(`create index if not exists ledger_created on ledger (created_at)`)
     sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
     const stored = sql.exec<{ value: string }>(`select value from meta where key = 'scope'`).toArray()[0]
     if (stored) this.scope = MetaSchema.parse(JSON.parse(stored.value))
