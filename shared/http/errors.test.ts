@@ -23,4 +23,17 @@ describe('AppError', () => {
     expect(res.status).toBe(500)
     expect(await res.text()).not.toContain('10.0.0.3')
   })
+
+  it('renders the same response as plain values for the RPC: names lower-cased, content type its own', () => {
+    const plain = new AppError(429, 'rate_limited', 'Slow down.', {
+      headers: { 'Retry-After': '3', 'content-type': 'text/plain' },
+    }).toPlain('req_2')
+    expect(plain).toEqual({
+      status: 429,
+      headers: { 'retry-after': '3', 'content-type': 'application/json', 'x-request-id': 'req_2' },
+      body: JSON.stringify({
+        error: { message: 'Slow down.', type: 'rate_limit_error', param: null, code: 'rate_limited' },
+      }),
+    })
+  })
 })

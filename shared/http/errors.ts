@@ -85,11 +85,18 @@ export class AppError extends Error {
     }
   }
 
+  /** The error response as plain values (header names lower-cased): status, headers, JSON body. */
+  toPlain(requestId?: string): { status: number; headers: Record<string, string>; body: string } {
+    const headers: Record<string, string> = {}
+    for (const [name, value] of Object.entries(this.headers)) headers[name.toLowerCase()] = value
+    headers['content-type'] = 'application/json'
+    if (requestId) headers['x-request-id'] = requestId
+    return { status: this.status, headers, body: JSON.stringify(this.toBody()) }
+  }
+
   toResponse(requestId?: string): Response {
-    const headers = new Headers(this.headers)
-    headers.set('content-type', 'application/json')
-    if (requestId) headers.set('x-request-id', requestId)
-    return new Response(JSON.stringify(this.toBody()), { status: this.status, headers })
+    const plain = this.toPlain(requestId)
+    return new Response(plain.body, { status: plain.status, headers: plain.headers })
   }
 }
 
