@@ -1,6 +1,13 @@
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base'
 import { describe, expect, it } from 'vitest'
 import type { ChatFunctionTool, ProviderChatMessage } from './chat-wire'
-import { countPromptTokens, countTextTokens, splitByTokens, truncateToTokens } from './tokenizer'
+import {
+  countPromptTokens,
+  countTextTokens,
+  MAX_COUNTED_RUN,
+  splitByTokens,
+  truncateToTokens,
+} from './tokenizer'
 
 describe('tokenizer (o200k_base)', () => {
   it('counts known strings like tiktoken does', () => {
@@ -102,5 +109,32 @@ describe('tokenizer (o200k_base)', () => {
     expect(pieces.length).toBeGreaterThan(3)
     expect(pieces.join('')).toBe(text)
     expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(false)
+  })
+})
+
+describe('countTextTokens on long runs without spaces', () => {
+  const plain = { disallowedSpecial: new Set<string>() }
+
+  it('counts prose exactly as the encoding does', () => {
+    const prose = 'The quick brown fox jumps over the lazy dog. '.repeat(200)
+    expect(countTextTokens(prose)).toBe(countTokens(prose, plain))
+  })
+
+  it('counts a 200,000-letter run in slices instead of one quadratic merge (whole: minutes)', () => {
+    const run = 'ACGT'.repeat(50_000)
+    const sliced = countTextTokens(`sequence: ${run} end`)
+    let expected = countTokens('sequence: ', plain) + countTokens(' end', plain)
+    for (let at = 0; at < run.length; at += MAX_COUNTED_RUN) {
+      expected += countTokens(run.slice(at, at + MAX_COUNTED_RUN), plain)
+    }
+    expect(sliced).toBe(expected)
+  })
+
+  it('never cuts a surrogate pair at a slice boundary', () => {
+    const text = `a${'😀'.repeat(200)}`
+    const cut = MAX_COUNTED_RUN - 1 // index 256 is the second half of a pair
+    expect(countTextTokens(text)).toBe(
+      countTokens(text.slice(0, cut), plain) + countTokens(text.slice(cut), plain),
+    )
   })
 })

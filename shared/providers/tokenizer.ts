@@ -27,8 +27,51 @@ const TOOL_ENUM_INIT = -3
 const TOOL_ENUM_ITEM = 3
 const TOOLS_END = 12
 
+/**
+ * Runs of non-space characters longer than this are counted in slices of this length. BPE merging
+ * is quadratic in the length of one pre-token, and a long run of letters is one pre-token (a DNA
+ * sequence or a run of one character: 100,000 of them took 5.7 s to count whole, 1.4 ms sliced).
+ * Words, code and base64 never get near it; for the runs that do, a slice boundary costs at most
+ * one token of difference.
+ */
+export const MAX_COUNTED_RUN = 256
+
 export function countTextTokens(text: string): number {
-  return text.length === 0 ? 0 : countTokens(text, PLAIN_TEXT)
+  if (text.length === 0) return 0
+  if (text.length <= MAX_COUNTED_RUN) return countTokens(text, PLAIN_TEXT)
+  let total = 0
+  /** Start of the text not counted yet. */
+  let from = 0
+  let runStart = 0
+  for (let i = 0; i <= text.length; i++) {
+    const code = i < text.length ? text.charCodeAt(i) : 32
+    // ASCII whitespace ends a run (other spaces only make runs look longer: harmless).
+    if (code !== 32 && (code < 9 || code > 13)) continue
+    if (i - runStart > MAX_COUNTED_RUN) {
+      if (runStart > from) total += countTokens(text.slice(from, runStart), PLAIN_TEXT)
+      total += countRunInSlices(text, runStart, i)
+      from = i
+    }
+    runStart = i + 1
+  }
+  if (from < text.length) total += countTokens(from === 0 ? text : text.slice(from), PLAIN_TEXT)
+  return total
+}
+
+function countRunInSlices(text: string, start: number, end: number): number {
+  let total = 0
+  for (let at = start; at < end; ) {
+    let cut = Math.min(end, at + MAX_COUNTED_RUN)
+    // Never between the two halves of a surrogate pair.
+    if (cut < end && isLowSurrogate(text.charCodeAt(cut))) cut--
+    total += countTokens(text.slice(at, cut), PLAIN_TEXT)
+    at = cut
+  }
+  return total
+}
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff
 }
 
 /** The first `maxTokens` tokens of `text`, decoded back to a string. */
