@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createChatStreamTransform, relayChatStream } from './chat-stream'
+import { relayChatStream } from './chat-stream'
 import { SseParser } from './sse'
 import { countTextTokens } from './tokenizer'
 
@@ -244,18 +244,44 @@ describe('relayChatStream', () => {
     expect(upstreamCancelled).toBe(true)
     expect(aborted).toBe(true)
   })
-})
 
-describe('createChatStreamTransform', () => {
-  it('works with pipeThrough', async () => {
-    const transform = createChatStreamTransform({
-      alias: 'svc-brood',
-      includeUsage: false,
-      promptTokens: () => 1,
+  it('hands events that arrived while the client was busy over as one chunk', async () => {
+    const relay = relayChatStream(upstream(fullStream), { ...options, includeUsage: true })
+    await relay.outcome
+    const reader = relay.stream.getReader()
+    const chunks: string[] = []
+    for (;;) {
+      const { done: finished, value } = await reader.read()
+      if (finished) break
+      chunks.push(new TextDecoder().decode(value))
+    }
+    expect(chunks.length).toBeLessThanOrEqual(2)
+    const events = chunks.join('').match(/^data: /gm) ?? []
+    expect(events).toHaveLength(fullStream.length)
+    expect(chunks.join('').endsWith('data: [DONE]\n\n')).toBe(true)
+  })
+
+  it('stops reading the upstream while a slow client has a full buffer waiting', async () => {
+    let pulls = 0
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulls++
+        controller.enqueue(encoder.encode(chunk({ content: 'x'.repeat(1000) })))
+      },
     })
-    const events = await readEvents(upstream(fullStream).pipeThrough(transform))
-    expect(events).toHaveLength(5)
-    expect(JSON.parse(events[0] ?? '{}').model).toBe('svc-brood')
-    expect((await transform.outcome).status).toBe('completed')
+    const relay = relayChatStream(endless, { ...options, includeUsage: false })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const paused = pulls
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(pulls).toBe(paused)
+    expect(pulls).toBeLessThan(400)
+    const reader = relay.stream.getReader()
+    await reader.read() // the first event, queued in the stream as soon as it was rewritten
+    const { value } = await reader.read()
+    expect(value?.byteLength).toBeGreaterThan(256 * 1024)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(pulls).toBeGreaterThan(paused)
+    await reader.cancel()
+    expect((await relay.outcome).status).toBe('client_cancelled')
   })
 })

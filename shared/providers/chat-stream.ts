@@ -75,6 +75,11 @@ export class ChatStreamRewriter {
     return this.status !== null
   }
 
+  /** The stream ended with `[DONE]` (the upstream's or ours). */
+  get completed(): boolean {
+    return this.status === 'completed'
+  }
+
   handle(event: SseEvent): string[] {
     if (this.status !== null) return []
     if (event.kind === 'comment') return [sseComment(event.text)]
@@ -204,67 +209,6 @@ function readErrorMessage(json: object): string | null {
   return null
 }
 
-export interface ChatStreamTransform {
-  readonly readable: ReadableStream<Uint8Array>
-  readonly writable: WritableStream<Uint8Array>
-  /** Settles once, when the stream ended for any reason. */
-  readonly outcome: Promise<StreamOutcome>
-  /** True once `[DONE]` or an error event was emitted: further upstream bytes are ignored. */
-  readonly terminated: () => boolean
-  /** Marks the upstream as failed; closing the writable then emits the error event. */
-  readonly failUpstream: (code: string, message: string) => void
-  /** The client cancelled: settle the outcome without emitting anything. */
-  readonly clientCancelled: () => void
-}
-
-/** The relay as a TransformStream: pipe upstream SSE bytes in, read client SSE bytes out. */
-export function createChatStreamTransform(options: ChatStreamOptions): ChatStreamTransform {
-  const parser = new SseParser()
-  const rewriter = new ChatStreamRewriter(options)
-  let failure: { code: string; message: string } | null = null
-  let settled = false
-  let resolveOutcome: (outcome: StreamOutcome) => void = () => {}
-  const outcome = new Promise<StreamOutcome>((resolve) => {
-    resolveOutcome = resolve
-  })
-  const settle = () => {
-    if (settled) return
-    settled = true
-    resolveOutcome(rewriter.outcome())
-  }
-  const emit = (controller: TransformStreamDefaultController<Uint8Array>, lines: string[]) => {
-    if (lines.length > 0) controller.enqueue(encodeSse(lines.join('')))
-  }
-  const stream = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      emit(
-        controller,
-        parser.pushBytes(chunk).flatMap((event) => rewriter.handle(event)),
-      )
-      if (rewriter.terminated) settle()
-    },
-    flush(controller) {
-      const lines = parser.end().flatMap((event) => rewriter.handle(event))
-      lines.push(...(failure ? rewriter.fail(failure.code, failure.message) : rewriter.finishUpstream()))
-      emit(controller, lines)
-      settle()
-    },
-  })
-  return {
-    readable: stream.readable,
-    writable: stream.writable,
-    outcome,
-    terminated: () => rewriter.terminated,
-    failUpstream: (code, message) => {
-      failure ??= { code, message }
-    },
-    clientCancelled: () => {
-      rewriter.cancel()
-      settle()
-    },
-  }
-}
-
 export interface RelayOptions extends ChatStreamOptions {
   /** Longest silence between upstream chunks before the stream counts as cut. */
   readonly idleTimeoutMs: number
@@ -274,67 +218,168 @@ export interface RelayOptions extends ChatStreamOptions {
   readonly signal?: AbortSignal
 }
 
+/** The upstream's SSE bytes: its body, or its reader with the bytes already read from it. */
+export type UpstreamSse =
+  | ReadableStream<Uint8Array>
+  | { readonly reader: ReadableStreamDefaultReader<Uint8Array>; readonly first: Uint8Array }
+
 class IdleTimeout extends Error {}
 
+/** How long, and for how many reads, the relay keeps reading after `[DONE]` (see drain). */
+const DRAIN_TIMEOUT_MS = 1000
+const DRAIN_MAX_READS = 8
+
+/** Rewritten text the relay holds for a slow client before it stops reading the upstream. */
+const MAX_BUFFERED_CHARS = 256 * 1024
+
 /**
- * Pumps `upstream` through the transform. Upstream read errors and stalls become the error
- * event; a client cancel stops reading and aborts the upstream request.
+ * The client's stream. A read loop takes the upstream's bytes as they arrive, rewrites every
+ * complete event and appends the result to a buffer; each time the client side asks for more it
+ * gets everything buffered as one chunk. So a first event goes out alone and at once, while
+ * events that arrived together (a provider's burst, or frames already in the socket buffer) cross
+ * to the client together instead of one round trip per upstream frame. A client slower than the
+ * upstream holds up the read loop once MAX_BUFFERED_CHARS are waiting. Upstream read errors and
+ * stalls become the error event; a client cancel stops reading and aborts the upstream request.
  */
 export function relayChatStream(
-  upstream: ReadableStream<Uint8Array>,
+  upstream: UpstreamSse,
   options: RelayOptions,
 ): { stream: ReadableStream<Uint8Array>; outcome: Promise<StreamOutcome> } {
-  const transform = createChatStreamTransform(options)
-  const reader = upstream.getReader()
-  const writer = transform.writable.getWriter()
+  const parser = new SseParser()
+  const rewriter = new ChatStreamRewriter(options)
+  const reader = upstream instanceof ReadableStream ? upstream.getReader() : upstream.reader
+  const first = upstream instanceof ReadableStream ? null : upstream.first
+  /** Output not yet handed to the client. */
+  const buffered: string[] = []
+  let bufferedChars = 0
+  /** No more output will be produced (upstream over, or the client gone). */
+  let producing = true
+  let settled = false
   let clientGone = false
+  let wakeClient: (() => void) | null = null
+  let wakeReader: (() => void) | null = null
+  let resolveOutcome: (outcome: StreamOutcome) => void = () => {}
+  const outcome = new Promise<StreamOutcome>((resolve) => {
+    resolveOutcome = resolve
+  })
   const stopUpstream = () => {
     reader.cancel().catch(() => {})
     options.abortUpstream?.()
   }
-  const onClientGone = () => {
-    if (clientGone) return
-    clientGone = true
-    transform.clientCancelled()
-    stopUpstream()
-    writer.abort(new Error('client cancelled')).catch(() => {})
+  const settle = () => {
+    if (settled) return
+    settled = true
+    producing = false
+    options.signal?.removeEventListener('abort', onClientGone)
+    resolveOutcome(rewriter.outcome())
+    wakeClient?.()
+    wakeReader?.()
   }
-  writer.closed.catch(onClientGone)
+  function onClientGone() {
+    if (settled) return
+    rewriter.cancel()
+    settle()
+    stopUpstream()
+  }
   options.signal?.addEventListener('abort', onClientGone, { once: true })
 
-  const pump = async () => {
-    for (;;) {
+  const emit = (lines: string[]) => {
+    if (lines.length === 0 || settled) return
+    const text = lines.join('')
+    buffered.push(text)
+    bufferedChars += text.length
+    wakeClient?.()
+  }
+  const rewrite = (bytes: Uint8Array) => parser.pushBytes(bytes).flatMap((event) => rewriter.handle(event))
+
+  /** Reads the upstream until it ends, the relay terminates the stream, or the client goes away. */
+  const readLoop = async () => {
+    if (first) emit(rewrite(first))
+    while (!settled && !rewriter.terminated) {
+      if (bufferedChars > MAX_BUFFERED_CHARS) {
+        wakeClient?.()
+        await new Promise<void>((resolve) => {
+          wakeReader = resolve
+        })
+        wakeReader = null
+        continue
+      }
       let result: ReadableStreamReadResult<Uint8Array>
       try {
         result = await readWithin(reader, options.idleTimeoutMs)
       } catch (err) {
-        if (clientGone || options.signal?.aborted) return
-        const stalled = err instanceof IdleTimeout
-        const code = stalled ? 'upstream_timeout' : 'upstream_stream_interrupted'
-        const message = stalled
-          ? `The model provider sent nothing for ${options.idleTimeoutMs} ms and the stream was closed. Retry the request.`
-          : STREAM_CUT_MESSAGE
-        transform.failUpstream(code, message)
+        if (settled) return
         stopUpstream()
-        break
+        emit(
+          err instanceof IdleTimeout
+            ? rewriter.fail(
+                'upstream_timeout',
+                `The model provider sent nothing for ${options.idleTimeoutMs} ms and the stream was closed. Retry the request.`,
+              )
+            : rewriter.fail('upstream_stream_interrupted', STREAM_CUT_MESSAGE),
+        )
+        return settle()
       }
-      if (result.done || clientGone) break
-      try {
-        await writer.write(result.value)
-      } catch {
-        return
+      if (settled) return
+      if (result.done) {
+        const lines = parser.end().flatMap((event) => rewriter.handle(event))
+        lines.push(...rewriter.finishUpstream())
+        emit(lines)
+        return settle()
       }
-      if (transform.terminated()) {
-        stopUpstream()
-        break
-      }
+      emit(rewrite(result.value))
     }
-    options.signal?.removeEventListener('abort', onClientGone)
-    if (clientGone) return
-    await writer.close().catch(() => {})
+    if (settled) return
+    // The stream ended before the upstream did: [DONE] (read what follows so the connection can
+    // be reused) or an error event (stop the upstream).
+    if (rewriter.completed) void drain(reader)
+    else stopUpstream()
+    settle()
   }
-  void pump()
-  return { stream: transform.readable, outcome: transform.outcome }
+  void readLoop().catch(() => {
+    if (settled) return
+    stopUpstream()
+    emit(rewriter.fail('upstream_stream_interrupted', STREAM_CUT_MESSAGE))
+    settle()
+  })
+
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      while (buffered.length === 0 && producing) {
+        await new Promise<void>((resolve) => {
+          wakeClient = resolve
+        })
+        wakeClient = null
+      }
+      if (clientGone) return
+      if (buffered.length > 0) {
+        const text = buffered.length === 1 ? (buffered[0] as string) : buffered.join('')
+        buffered.length = 0
+        bufferedChars = 0
+        wakeReader?.()
+        controller.enqueue(encodeSse(text))
+      }
+      if (!producing && buffered.length === 0) controller.close()
+    },
+    cancel() {
+      clientGone = true
+      onClientGone()
+    },
+  })
+  return { stream, outcome }
+}
+
+/**
+ * Reads what the upstream still sends after `[DONE]` (normally only the end of the body), so
+ * its connection can be reused; cancels it if it does not end soon.
+ */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  try {
+    for (let reads = 0; reads < DRAIN_MAX_READS; reads++) {
+      if ((await readWithin(reader, DRAIN_TIMEOUT_MS)).done) return
+    }
+  } catch {}
+  reader.cancel().catch(() => {})
 }
 
 async function readWithin(

@@ -7,8 +7,6 @@ export {
 } from './chat-completions'
 export {
   type ChatStreamOptions,
-  type ChatStreamTransform,
-  createChatStreamTransform,
   relayChatStream,
   type StreamOutcome,
   type StreamStatus,

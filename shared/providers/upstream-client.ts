@@ -20,6 +20,7 @@
  */
 import type { ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
+import type { UpstreamSse } from './chat-stream'
 import {
   type ChatCompletion,
   ChatCompletionSchema,
@@ -106,8 +107,8 @@ export type UpstreamSuccess =
   | (SuccessBase & { readonly kind: 'json'; readonly completion: ChatCompletion })
   | (SuccessBase & {
       readonly kind: 'stream'
-      /** Upstream SSE bytes, starting with the bytes already received. */
-      readonly body: ReadableStream<Uint8Array>
+      /** Upstream SSE bytes: the body's reader and the first bytes already read from it. */
+      readonly body: UpstreamSse
       /** Aborts the upstream request. */
       readonly abort: () => void
     })
@@ -165,7 +166,7 @@ type AttemptSuccess =
   | {
       readonly ok: true
       readonly kind: 'stream'
-      readonly body: ReadableStream<Uint8Array>
+      readonly body: UpstreamSse
       readonly abort: () => void
     }
 
@@ -205,28 +206,6 @@ async function readErrorBody(
   } catch {
     return { message: null, code: null, param: null }
   }
-}
-
-function prepend(
-  first: Uint8Array,
-  reader: ReadableStreamDefaultReader<Uint8Array>,
-): ReadableStream<Uint8Array> {
-  let sentFirst = false
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!sentFirst) {
-        sentFirst = true
-        controller.enqueue(first)
-        return
-      }
-      const { done, value } = await reader.read()
-      if (done) controller.close()
-      else controller.enqueue(value)
-    },
-    cancel(reason) {
-      return reader.cancel(reason)
-    },
-  })
 }
 
 function rejectOnAbort(signal: AbortSignal): Promise<never> {
@@ -355,7 +334,12 @@ async function attemptTarget(
       if (first.done) return failure('invalid_response', 'closed the stream before sending anything', status)
       handedOver = true
       clearTimeout(timer)
-      return { ok: true, kind: 'stream', body: prepend(first.value, reader), abort: () => controller.abort() }
+      return {
+        ok: true,
+        kind: 'stream',
+        body: { reader, first: first.value },
+        abort: () => controller.abort(),
+      }
     }
 
     const retryAfterMs = parseRetryAfter(response.headers, deps.now())
