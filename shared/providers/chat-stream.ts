@@ -17,7 +17,6 @@
  */
 import {
   type ChatCompletionChunk,
-  ChatCompletionChunkSchema,
   type NormalizedUsage,
   normalizeUsage,
   toWireUsage,
@@ -25,6 +24,7 @@ import {
 } from './chat-wire'
 import { encodeSse, type SseEvent, SseParser, sseComment, sseData } from './sse'
 import { countTextTokens } from './tokenizer'
+import { readChatCompletionChunk } from './wire-check'
 
 export interface ChatStreamOptions {
   /** The model name the client sees on every chunk. */
@@ -102,14 +102,14 @@ export class ChatStreamRewriter {
       }
       return [sseData({ error: { ...this.error, type: 'upstream_error', param: null } })]
     }
-    const parsed = ChatCompletionChunkSchema.safeParse(json)
-    if (!parsed.success) {
+    const chunk = readChatCompletionChunk(json)
+    if (!chunk) {
       return this.fail(
         'upstream_invalid_chunk',
         'The model provider sent a stream chunk that is not a chat.completion.chunk. Retry the request.',
       )
     }
-    return this.rewrite(parsed.data)
+    return this.rewrite(chunk)
   }
 
   private rewrite(chunk: ChatCompletionChunk): string[] {

@@ -21,12 +21,7 @@
 import type { ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
 import type { UpstreamSse } from './chat-stream'
-import {
-  type ChatCompletion,
-  ChatCompletionSchema,
-  type ProviderChatRequest,
-  WireErrorBodySchema,
-} from './chat-wire'
+import { type ChatCompletion, type ProviderChatRequest, WireErrorBodySchema } from './chat-wire'
 import { type BreakerBoard, type CircuitBreaker, isolateBreakers } from './circuit-breaker'
 import {
   type BreakerSettings,
@@ -37,6 +32,7 @@ import {
 } from './provider-config'
 import { delayBeforeRound, parseRetryAfter, sleep } from './retry-policy'
 import { simulateChatCompletion } from './simulated-model'
+import { readChatCompletion } from './wire-check'
 import { isWorkersAiBinding, runWorkersAi } from './workers-ai'
 
 export interface UpstreamDeps {
@@ -310,10 +306,10 @@ async function attemptTarget(
         } catch {
           return failure('invalid_response', 'answered with a body that is not JSON', status)
         }
-        const parsed = ChatCompletionSchema.safeParse(json)
-        if (!parsed.success)
+        const completion = readChatCompletion(json)
+        if (!completion)
           return failure('invalid_response', 'answered with a body that is not a chat.completion', status)
-        return { ok: true, kind: 'json', completion: parsed.data }
+        return { ok: true, kind: 'json', completion }
       }
       const contentType = response.headers.get('content-type') ?? ''
       if (!contentType.includes('text/event-stream') || !response.body) {

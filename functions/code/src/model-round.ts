@@ -19,6 +19,7 @@ import {
   SseParser,
 } from '../../../shared/providers'
 import { ChatCompletionChunkSchema } from '../../../shared/providers/chat-wire'
+import { readChatCompletionChunk } from '../../../shared/providers/wire-check'
 
 export interface ModelRoundInput {
   readonly request: ProviderChatRequest
@@ -87,7 +88,7 @@ export async function runModelRound(input: ModelRoundInput): Promise<ModelRoundO
       }
       return
     }
-    const chunk = ChatCompletionChunkSchema.parse(json)
+    const chunk = readChatCompletionChunk(json) ?? ChatCompletionChunkSchema.parse(json)
     for (const choice of chunk.choices) {
       if (choice.index !== 0) continue
       const delta = choice.delta
