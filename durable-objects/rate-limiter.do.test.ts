@@ -176,6 +176,21 @@ describe('RateLimiter: ledger and flush', () => {
     expect(h.store.balance.tokensUsed).toBe(50)
   })
 
+  it('a settle resent after the object stopped remembering its reservation writes no second row', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(1)
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect(await pending(h)).toBe(0)
+    // Past the two minutes the object remembers settled reservations in memory, within the ten
+    // its stored rows are kept: the row's unique reservation id refuses the duplicate.
+    h.time.now += 3 * 60_000
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(0)
+    expect(h.store.ledger.size).toBe(1)
+  })
+
   it('a failed flush keeps every row and re-arms the alarm; the retry delivers each row once', async () => {
     const h = await harness('live', 'pro')
     await h.stub.settleMany([h.settleInput('a', 1, 1), h.settleInput('b', 2, 2)])

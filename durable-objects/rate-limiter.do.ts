@@ -23,8 +23,9 @@
  * period's balance) and written only from the alarm, in batches.
  *
  * Storage: `meta` (which tenant/mode/plan this object serves, schema version) and `ledger`
- * (metered requests; `flushed` once in Postgres; flushed rows are kept an hour so the rate
- * windows can be rebuilt after a restart, then deleted).
+ * (metered requests; `flushed` once in Postgres; flushed rows are kept ten minutes so the rate
+ * windows and the recently settled reservations can be rebuilt after a restart, and a resent
+ * settle still meets its row's unique reservation id; then deleted).
  */
 import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
@@ -72,13 +73,21 @@ export interface RateLimiterEnv extends DatabaseEnv {
 }
 
 const SCHEMA_VERSION = 1
-const KEEP_FLUSHED_MS = 60 * 60_000
+const KEEP_FLUSHED_MS = 10 * 60_000
 const RETRY_FLUSH_MS = 5_000
 const RETRY_WRITE_MS = 1_000
 /** A failed balance load is retried once after this long before the request is refused. */
 const RETRY_LOAD_MS = 200
-/** Clients resend an unacknowledged settle within about half a second; remembered far longer. */
-const RECENT_RESERVATIONS_MS = 10 * 60_000
+/**
+ * Clients resend an unacknowledged settle within about half a second; remembered far longer.
+ * Memory is bounded too (a tenant at 2,000 requests/s settles 240,000 in two minutes): beyond
+ * MAX_RECENT_RESERVATIONS the oldest are forgotten. A resend older than that still cannot write a
+ * second ledger row (the row's reservation id is unique in storage for KEEP_FLUSHED_MS, and the
+ * insert ignores a duplicate); it would count once more in the in-memory windows until they
+ * move on and the balance is next re-read from Postgres.
+ */
+const RECENT_RESERVATIONS_MS = 2 * 60_000
+const MAX_RECENT_RESERVATIONS = 200_000
 
 function positiveMs(value: string | undefined, fallback: number): number {
   const parsed = Number(value)
@@ -183,7 +192,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
       estimated integer not null,
       flushed integer not null default 0)`)
     sql.exec(`create index if not exists ledger_pending on ledger (flushed, seq)`)
-    // The alarm deletes flushed rows older than an hour and a restart rebuilds the rate windows
+    // The alarm deletes flushed rows older than ten minutes and a restart rebuilds the rate windows
     // from the last minutes: both by time, so without this index each scans every row kept.
     sql.exec(`create index if not exists ledger_created on ledger (created_at)`)
     sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
@@ -302,9 +311,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
       ;({ limiter, plan } = ready)
     }
     const now = this.clock()
+    let excess = this.recentReservations.size + inputs.length - MAX_RECENT_RESERVATIONS
     for (const [reservationId, at] of this.recentReservations) {
-      if (now - at < RECENT_RESERVATIONS_MS) break
+      if (now - at < RECENT_RESERVATIONS_MS && excess <= 0) break
       this.recentReservations.delete(reservationId)
+      excess -= 1
     }
     const results: SettleResult[] = []
     for (const input of inputs) {

@@ -15,10 +15,12 @@
  *
  * Settling costs no round trip of its own on a busy isolate: `settle` queues the usage in the
  * isolate's memory and the next `acquire` for the same tenant and mode carries it to the object
- * in the same RPC (a piggyback; the object applies it before admitting the new request). When
- * no acquire comes along within SETTLE_FLUSH_DELAY_MS, the settling request sends the queue
- * itself (`settleMany`) from its waitUntil. The object ignores a request id it already settled,
- * so a batch is safely resent after a failed call.
+ * in the same RPC (a piggyback; the object applies it before admitting the new request). What no
+ * acquire carries is sent by the object's flusher: the first settle that finds no flusher running
+ * for its object becomes it and, from its own waitUntil, sends the queue (`settleMany`) every
+ * SETTLE_FLUSH_DELAY_MS until it is empty (at most FLUSHER_MAX_MS, then the next settle takes
+ * over); every other settle only queues, with no timer of its own. The object ignores a
+ * reservation it already settled, so a batch is safely resent after a failed call.
  *
  * `openMeter(..., { piggyback: false })` turns the ride-along off for a caller whose acquires
  * must not carry other requests' usage (each settle then goes out on its own).
@@ -81,16 +83,19 @@ export interface Meter {
   headers(): Promise<Record<string, string>>
 }
 
-/** How long a settle waits for an acquire to carry it before its request sends it itself. */
+/** How long queued settles wait for an acquire to carry them before the flusher sends them. */
 export const SETTLE_FLUSH_DELAY_MS = 20
+/** Failed sends in a row after which the flusher stops (the queue then waits for the next acquire or settle). */
 const SETTLE_ATTEMPTS = 6
+/**
+ * How long one request keeps flushing for its isolate before it hands over (a waitUntil is not
+ * meant to run for ever on a busy isolate); a flusher older than FLUSHER_STALE_MS is presumed
+ * gone (its request was cut off) and the next settle replaces it.
+ */
+const FLUSHER_MAX_MS = 2_000
+const FLUSHER_STALE_MS = 10_000
 /** Queued settles kept per object when the object is unreachable; beyond it the oldest are dropped (logged). */
 const MAX_QUEUED_SETTLES = 10_000
-
-interface PendingSettle {
-  readonly input: SettleInput
-  state: 'queued' | 'sending' | 'done'
-}
 
 /** The first lease an isolate asks for, in requests; later ones follow what the last one admitted. */
 export const INITIAL_LEASE_REQUESTS = 8
@@ -197,12 +202,24 @@ export function resetMeteringClientState(): void {
   askingLease.clear()
   returnsByObject.clear()
   pendingByObject.clear()
+  flushers.clear()
+  carrying.clear()
 }
 
 /** Settles not yet delivered, per object name. Plain data (no I/O objects), so shared by the isolate's requests. */
-const pendingByObject = new Map<string, PendingSettle[]>()
+const pendingByObject = new Map<string, SettleInput[]>()
+/** The running flusher of each object (one per object and isolate). */
+const flushers = new Map<string, { readonly startedAt: number }>()
+/** Acquires in flight that carry queued settles, per object (a flusher waits for their outcome). */
+const carrying = new Map<string, number>()
 
-function queueOf(name: string): PendingSettle[] {
+function countCarrying(name: string, delta: 1 | -1): void {
+  const n = (carrying.get(name) ?? 0) + delta
+  if (n > 0) carrying.set(name, n)
+  else carrying.delete(name)
+}
+
+function queueOf(name: string): SettleInput[] {
   let queue = pendingByObject.get(name)
   if (!queue) {
     queue = []
@@ -212,26 +229,21 @@ function queueOf(name: string): PendingSettle[] {
 }
 
 /** Takes up to MAX_SETTLE_BATCH queued settles of an object for delivery. */
-function takeQueued(name: string): PendingSettle[] {
+function takeQueued(name: string): SettleInput[] {
   const queue = pendingByObject.get(name)
   if (!queue || queue.length === 0) return []
-  const taken = queue.splice(0, MAX_SETTLE_BATCH)
-  if (queue.length === 0) pendingByObject.delete(name)
-  for (const entry of taken) entry.state = 'sending'
-  return taken
-}
-
-function delivered(taken: readonly PendingSettle[]): void {
-  for (const entry of taken) {
-    entry.state = 'done'
+  if (queue.length <= MAX_SETTLE_BATCH) {
+    pendingByObject.delete(name)
+    return queue
   }
+  return queue.splice(0, MAX_SETTLE_BATCH)
 }
 
 /** A failed delivery: back to the front of the queue, for the next acquire or flush. */
-function requeue(name: string, taken: readonly PendingSettle[]): void {
+function requeue(name: string, taken: readonly SettleInput[]): void {
   if (taken.length === 0) return
-  for (const entry of taken) entry.state = 'queued'
-  queueOf(name).unshift(...taken)
+  const queue = pendingByObject.get(name)
+  pendingByObject.set(name, queue ? [...taken, ...queue] : [...taken])
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -246,6 +258,48 @@ function logSettleFailure(event: string, tenantId: string, err: unknown, count: 
       detail: err instanceof Error ? err.message : String(err),
     }),
   )
+}
+
+/**
+ * The flusher of one object's queue: sends what no acquire carried, every SETTLE_FLUSH_DELAY_MS,
+ * until nothing is queued or being carried. Runs in the waitUntil of the settle that started it;
+ * after FLUSHER_MAX_MS it hands over (the next settle starts a new one) after one last send.
+ */
+async function flushQueue(
+  name: string,
+  stub: DurableObjectStub<RateLimiter>,
+  tenantId: string,
+  flusher: { readonly startedAt: number },
+): Promise<void> {
+  let failures = 0
+  try {
+    for (;;) {
+      await sleep(SETTLE_FLUSH_DELAY_MS * (failures + 1))
+      const last = Date.now() - flusher.startedAt >= FLUSHER_MAX_MS
+      // Hand over before the last send: a settle queued meanwhile starts the next flusher.
+      if (last && flushers.get(name) === flusher) flushers.delete(name)
+      const batch = takeQueued(name)
+      const returns = takeReturns(name)
+      if (batch.length > 0 || returns.length > 0) {
+        try {
+          await stub.settleMany(batch, returns)
+          failures = 0
+        } catch (err) {
+          requeue(name, batch)
+          putBackReturns(name, returns)
+          failures += 1
+          if (failures === SETTLE_ATTEMPTS || last) {
+            logSettleFailure('metering_settle_failed', tenantId, err, batch.length)
+            return
+          }
+        }
+      }
+      if (last) return
+      if (!pendingByObject.has(name) && !carrying.has(name)) return
+    }
+  } finally {
+    if (flushers.get(name) === flusher) flushers.delete(name)
+  }
 }
 
 /** The object for a tenant and mode: `<tenantId>:live` or `<tenantId>:test`. */
@@ -297,13 +351,14 @@ export function openMeter(
       const carried = options.piggyback === false ? [] : takeQueued(name)
       const returns = takeReturns(name)
       let result: Awaited<ReturnType<typeof stub.acquire>>
+      if (carried.length > 0) countCarrying(name, 1)
       try {
         const call = stub.acquire({
           ...scope,
           reservationId,
           model: request.model,
           estimatedTokens: request.estimatedTokens,
-          ...(carried.length > 0 ? { settles: carried.map((entry) => entry.input) } : {}),
+          ...(carried.length > 0 ? { settles: carried } : {}),
           ...(askLease
             ? {
                 lease: {
@@ -323,8 +378,8 @@ export function openMeter(
         throw err
       } finally {
         if (askLease) askingLease.delete(key)
+        if (carried.length > 0) countCarrying(name, -1)
       }
-      delivered(carried)
       if (result.kind === 'unavailable') throw meteringUnavailable(result.detail)
       if (result.kind === 'refused') {
         const headers = rateLimitHeaders(result.snapshot)
@@ -369,56 +424,36 @@ export function openMeter(
       }
     },
     async settle(grant, usage) {
-      const entry: PendingSettle = {
-        input: {
-          ...scope,
-          reservationId: grant.reservationId,
-          ...(grant.leaseId === undefined
-            ? {}
-            : { leaseId: grant.leaseId, estimatedTokens: grant.estimatedTokens ?? 0 }),
-          requestId: grant.requestId,
-          model: grant.model,
-          endpoint,
-          principal,
-          provider: usage.provider,
-          usage: usage.usage && {
-            promptTokens: usage.usage.promptTokens,
-            completionTokens: usage.usage.completionTokens,
-            cachedTokens: usage.usage.cachedTokens,
-            reasoningTokens: usage.usage.reasoningTokens,
-          },
-          estimated: usage.estimated,
+      const input: SettleInput = {
+        ...scope,
+        reservationId: grant.reservationId,
+        ...(grant.leaseId === undefined
+          ? {}
+          : { leaseId: grant.leaseId, estimatedTokens: grant.estimatedTokens ?? 0 }),
+        requestId: grant.requestId,
+        model: grant.model,
+        endpoint,
+        principal,
+        provider: usage.provider,
+        usage: usage.usage && {
+          promptTokens: usage.usage.promptTokens,
+          completionTokens: usage.usage.completionTokens,
+          cachedTokens: usage.usage.cachedTokens,
+          reasoningTokens: usage.usage.reasoningTokens,
         },
-        state: 'queued',
+        estimated: usage.estimated,
       }
       const queue = queueOf(name)
-      queue.push(entry)
+      queue.push(input)
       if (queue.length > MAX_QUEUED_SETTLES) {
         const dropped = queue.splice(0, queue.length - MAX_QUEUED_SETTLES)
         logSettleFailure('metering_settles_dropped', scope.tenantId, 'queue full', dropped.length)
-        delivered(dropped)
       }
-      for (let attempt = 1; attempt <= SETTLE_ATTEMPTS; attempt++) {
-        // One timer per settle and round (no race against delivery): most settles are delivered by
-        // an acquire or by the first settle's batch long before their own timer fires.
-        await sleep(SETTLE_FLUSH_DELAY_MS * attempt)
-        if (entry.state === 'done') return
-        if (entry.state !== 'queued') continue
-        const batch = takeQueued(name)
-        const returns = takeReturns(name)
-        try {
-          await stub.settleMany(
-            batch.map((e) => e.input),
-            returns,
-          )
-          delivered(batch)
-        } catch (err) {
-          requeue(name, batch)
-          putBackReturns(name, returns)
-          if (attempt === SETTLE_ATTEMPTS)
-            logSettleFailure('metering_settle_failed', scope.tenantId, err, batch.length)
-        }
-      }
+      const running = flushers.get(name)
+      if (running && Date.now() - running.startedAt < FLUSHER_STALE_MS) return
+      const flusher = { startedAt: Date.now() }
+      flushers.set(name, flusher)
+      await flushQueue(name, stub, scope.tenantId, flusher)
     },
     async headers() {
       try {
