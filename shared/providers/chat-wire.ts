@@ -113,6 +113,32 @@ export const WireUsageSchema = z
   .loose()
 export type WireUsage = z.infer<typeof WireUsageSchema>
 
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0
+const isNullish = (v: unknown): v is null | undefined => v === undefined || v === null
+/** Absent, or an object whose `key` is absent or a count (the details objects are loose). */
+function detailsOk(v: unknown, key: string): boolean {
+  if (isNullish(v)) return true
+  if (typeof v !== 'object' || Array.isArray(v)) return false
+  const inner = (v as Record<string, unknown>)[key]
+  return isNullish(inner) || isCount(inner)
+}
+
+/**
+ * WireUsageSchema checked by hand (zod's generic path is slow inside workerd; see wire-check.ts):
+ * true only for values the schema accepts, and the schema returns them unchanged (it is loose).
+ */
+export function looksLikeWireUsage(raw: unknown): raw is WireUsage {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return false
+  const u = raw as Record<string, unknown>
+  return (
+    isCount(u.prompt_tokens) &&
+    isCount(u.completion_tokens) &&
+    (u.total_tokens === undefined || isCount(u.total_tokens)) &&
+    detailsOk(u.prompt_tokens_details, 'cached_tokens') &&
+    detailsOk(u.completion_tokens_details, 'reasoning_tokens')
+  )
+}
+
 const WireToolCallDeltaSchema = z
   .object({
     index: z.number().int().nonnegative(),
@@ -213,9 +239,13 @@ export interface NormalizedUsage {
 }
 
 export function normalizeUsage(raw: unknown): NormalizedUsage | null {
-  const parsed = WireUsageSchema.safeParse(raw)
-  if (!parsed.success) return null
-  const u = parsed.data
+  let u: WireUsage
+  if (looksLikeWireUsage(raw)) u = raw
+  else {
+    const parsed = WireUsageSchema.safeParse(raw)
+    if (!parsed.success) return null
+    u = parsed.data
+  }
   return {
     promptTokens: u.prompt_tokens,
     completionTokens: u.completion_tokens,

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { ChatCompletionChunkSchema, ChatCompletionSchema } from './chat-wire'
+import {
+  ChatCompletionChunkSchema,
+  ChatCompletionSchema,
+  looksLikeWireUsage,
+  WireUsageSchema,
+} from './chat-wire'
 import {
   looksLikeChatCompletion,
   looksLikeChatCompletionChunk,
@@ -73,7 +78,7 @@ function variants(base: Record<string, unknown>): unknown[] {
   for (const key of Object.keys(base)) {
     const { [key]: _dropped, ...without } = base
     out.push(without)
-    for (const value of [null, undefined, '', 'x', -1, 1.5, 0, [], {}, [{}], true]) {
+    for (const value of [null, undefined, '', 'x', -1, 1.5, 0, 2 ** 60, [], {}, [{}], true]) {
       out.push({ ...base, [key]: value })
     }
   }
@@ -91,6 +96,24 @@ describe('wire checks', () => {
     expect(looksLikeChatCompletionChunk(chunk)).toBe(true)
     expect(looksLikeChatCompletionChunk(toolChunk)).toBe(true)
     expect(looksLikeChatCompletionChunk(usageChunk)).toBe(true)
+  })
+
+  it('the usage check accepts exactly what WireUsageSchema accepts among its variants', () => {
+    const samples = [
+      ...variants({ ...usage }),
+      ...variants({ ...usage.prompt_tokens_details }).map((d) => ({ ...usage, prompt_tokens_details: d })),
+      ...variants({ ...usage.completion_tokens_details }).map((d) => ({
+        ...usage,
+        completion_tokens_details: d,
+      })),
+    ]
+    let accepted = 0
+    for (const sample of samples) {
+      const zod = WireUsageSchema.safeParse(sample).success
+      expect(looksLikeWireUsage(sample), JSON.stringify(sample)).toBe(zod)
+      if (zod) accepted++
+    }
+    expect(accepted).toBeGreaterThan(20)
   })
 
   it('never accept what the schemas refuse, and answer as the schemas do', () => {

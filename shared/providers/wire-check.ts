@@ -13,12 +13,14 @@ import {
   type ChatCompletionChunk,
   ChatCompletionChunkSchema,
   ChatCompletionSchema,
+  looksLikeWireUsage,
 } from './chat-wire'
 
 type Obj = Record<string, unknown>
 
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
-const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v)
+/** zod's int(): a safe integer. */
+const isInt = (v: unknown): v is number => Number.isSafeInteger(v)
 const isCount = (v: unknown): boolean => isInt(v) && v >= 0
 /** Absent, undefined or null (zod's nullish). */
 const isNullish = (v: unknown): boolean => v === undefined || v === null
@@ -26,23 +28,7 @@ const optString = (o: Obj, key: string): boolean =>
   !(key in o) || o[key] === undefined || typeof o[key] === 'string'
 const nullishString = (o: Obj, key: string): boolean => isNullish(o[key]) || typeof o[key] === 'string'
 
-function usageOk(o: Obj): boolean {
-  const usage = o.usage
-  if (isNullish(usage)) return true
-  if (!isObject(usage) || !isCount(usage.prompt_tokens) || !isCount(usage.completion_tokens)) return false
-  if (usage.total_tokens !== undefined && !isCount(usage.total_tokens)) return false
-  const prompt = usage.prompt_tokens_details
-  if (
-    !isNullish(prompt) &&
-    !(isObject(prompt) && (isNullish(prompt.cached_tokens) || isCount(prompt.cached_tokens)))
-  )
-    return false
-  const completion = usage.completion_tokens_details
-  return (
-    isNullish(completion) ||
-    (isObject(completion) && (isNullish(completion.reasoning_tokens) || isCount(completion.reasoning_tokens)))
-  )
-}
+const usageOk = (o: Obj): boolean => isNullish(o.usage) || looksLikeWireUsage(o.usage)
 
 function completionToolCallOk(call: unknown): boolean {
   if (!isObject(call) || typeof call.id !== 'string' || typeof call.type !== 'string') return false

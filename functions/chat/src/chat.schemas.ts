@@ -18,6 +18,7 @@ import { z } from 'zod'
 import { MODEL_ALIASES } from '../../../shared/catalog/model-aliases'
 import { AppError } from '../../../shared/http/errors'
 import { CHAT_ROLES, ChatCompletionChunkSchema, REASONING_EFFORTS } from '../../../shared/providers/chat-wire'
+import { readCommonChatRequest } from './chat-request-check'
 
 const between = (min: number, max: number) => ({ error: `must be between ${min} and ${max}` })
 const intAtLeast = (min: number) =>
@@ -302,6 +303,9 @@ export function chatRequestError(error: z.ZodError): AppError {
 
 /** Validates a parsed JSON body; throws the 400 above. */
 export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest {
+  // Plain text conversations are checked by hand (same result); everything else goes to zod.
+  const common = readCommonChatRequest(body)
+  if (common) return common
   const result = ChatCompletionRequestSchema.safeParse(body, { reportInput: true, error: ruleFor })
   if (!result.success) throw chatRequestError(result.error)
   return result.data
