@@ -37,17 +37,15 @@ import {
   type AcquireResult,
   type BalanceRow,
   type LeaseReturnInput,
-  LeaseReturnsSchema,
   type LedgerEntry,
-  LedgerEntrySchema,
   type MeteringMode,
   type MeteringScope,
   MeteringScopeSchema,
   type RateLimitSnapshot,
-  SettleBatchSchema,
   type SettleInput,
   type SettleResult,
 } from '../shared/metering/metering.schemas'
+import { readLeaseReturns, readLedgerRow, readSettleBatch } from '../shared/metering/metering-check'
 import {
   FLUSH_BATCH_SIZE,
   type MeteringStore,
@@ -104,44 +102,6 @@ function describeError(err: unknown): string {
   }
   return parts.join(' <- ')
 }
-
-const LedgerRowSchema = z
-  .object({
-    seq: z.number(),
-    reservation_id: z.string(),
-    request_id: z.string(),
-    created_at: z.number(),
-    principal: z.string(),
-    mode: z.string(),
-    endpoint: z.string(),
-    model: z.string(),
-    provider: z.string(),
-    prompt_tokens: z.number(),
-    completion_tokens: z.number(),
-    cached_tokens: z.number(),
-    reasoning_tokens: z.number(),
-    credits_units: z.number(),
-    estimated: z.number(),
-  })
-  .transform((row) => ({
-    seq: row.seq,
-    entry: LedgerEntrySchema.parse({
-      reservationId: row.reservation_id,
-      requestId: row.request_id,
-      createdAt: row.created_at,
-      principal: row.principal,
-      mode: row.mode,
-      endpoint: row.endpoint,
-      model: row.model,
-      provider: row.provider,
-      promptTokens: row.prompt_tokens,
-      completionTokens: row.completion_tokens,
-      cachedTokens: row.cached_tokens,
-      reasoningTokens: row.reasoning_tokens,
-      creditsUnits: row.credits_units,
-      estimated: row.estimated === 1,
-    }),
-  }))
 
 const MetaSchema = z.object({ tenantId: z.string(), mode: z.enum(['live', 'test']), planId: z.string() })
 
@@ -223,8 +183,8 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
 
   /** Settles a batch of requests in one event (one storage transaction), and takes back finished leases. */
   async settleMany(raw: SettleInput[], rawReturns: LeaseReturnInput[] = []): Promise<SettleResult[]> {
-    const inputs = SettleBatchSchema.parse(raw)
-    const returns = LeaseReturnsSchema.parse(rawReturns)
+    const inputs = readSettleBatch(raw)
+    const returns = readLeaseReturns(rawReturns)
     const first = inputs[0]
     if (!first) {
       if (returns.length > 0 && this.limiter) for (const lease of returns) this.limiter.returnLease(lease)
@@ -522,7 +482,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     return this.ctx.storage.sql
       .exec(`select * from ledger ${clause}`, ...bindings)
       .toArray()
-      .map((row) => LedgerRowSchema.parse(row))
+      .map(readLedgerRow)
   }
 
   private keepBalanceFresh(now: number): void {
