@@ -46,6 +46,7 @@ import { actionRequiredError } from '../plans/upgrade-decision'
 import type { NormalizedUsage } from '../providers/chat-wire'
 import { type Identity, isTestMode, principalId } from '../worker/request-context'
 import {
+  type AcquireResult,
   type LeaseReturnInput,
   MAX_LEASE_REQUESTS,
   MAX_SETTLE_BATCH,
@@ -328,7 +329,13 @@ export function openMeter(
     planId: identity.planId,
   }
   const name = meteringObjectName(identity)
-  const stub = namespace.get(namespace.idFromName(name))
+  // Made on first use: a request admitted from a lease whose settle only queues never needs one
+  // (deriving the id hashes the name).
+  let stub: DurableObjectStub<RateLimiter> | null = null
+  const object = () => {
+    stub ??= namespace.get(namespace.idFromName(name))
+    return stub
+  }
   const principal = principalId(identity)
 
   return {
@@ -350,10 +357,10 @@ export function openMeter(
       const leaseId = askLease ? crypto.randomUUID() : ''
       const carried = options.piggyback === false ? [] : takeQueued(name)
       const returns = takeReturns(name)
-      let result: Awaited<ReturnType<typeof stub.acquire>>
+      let result: AcquireResult
       if (carried.length > 0) countCarrying(name, 1)
       try {
-        const call = stub.acquire({
+        const call = object().acquire({
           ...scope,
           reservationId,
           model: request.model,
@@ -453,11 +460,11 @@ export function openMeter(
       if (running && Date.now() - running.startedAt < FLUSHER_STALE_MS) return
       const flusher = { startedAt: Date.now() }
       flushers.set(name, flusher)
-      await flushQueue(name, stub, scope.tenantId, flusher)
+      await flushQueue(name, object(), scope.tenantId, flusher)
     },
     async headers() {
       try {
-        const snapshot = await stub.snapshot(scope)
+        const snapshot = await object().snapshot(scope)
         return snapshot ? rateLimitHeaders(snapshot) : {}
       } catch {
         return {}
