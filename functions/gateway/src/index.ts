@@ -1,5 +1,6 @@
-import { gatewayApp } from './gateway.app'
+import { handleGatewayRequest } from './gateway.app'
+import type { GatewayEnv } from './gateway.context'
 
 export default {
-  fetch: gatewayApp.fetch,
-} satisfies ExportedHandler<import('./gateway.context').GatewayEnv>
+  fetch: handleGatewayRequest,
+} satisfies ExportedHandler<GatewayEnv>
