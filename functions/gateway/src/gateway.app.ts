@@ -155,59 +155,51 @@ async function forward(
   return fromFamilyResponse(result, origin ? corsHeaders(origin) : null)
 }
 
-/** What the gateway knows about a request before routing it. */
-interface GatewayRequest {
-  readonly request: Request
-  readonly env: GatewayEnv
-  readonly ctx: Pick<ExecutionContext, 'waitUntil'>
-  readonly url: URL
-  readonly requestId: string
-  readonly baseUrl: string
-  /** The request's Origin when CORS allows it (null otherwise). */
-  readonly origin: string | null
-}
+export const gatewayApp = new Hono<GatewayApp>()
 
-function gatewayRequest(
-  request: Request,
-  env: GatewayEnv,
-  ctx: Pick<ExecutionContext, 'waitUntil'>,
-  url: URL,
-): GatewayRequest {
-  return {
-    request,
-    env,
-    ctx,
-    url,
-    requestId: requestIdFor(request.headers.get('x-request-id')),
-    baseUrl: env.PUBLIC_BASE_URL?.replace(/\/$/, '') || url.origin,
-    origin: allowedOrigin(request.headers.get('origin'), env.CORS_ALLOWED_ORIGINS),
-  }
-}
+gatewayApp.use(async (c, next) => {
+  const requestId = requestIdFor(c.req.header('x-request-id') ?? null)
+  const url = new URL(c.req.url)
+  c.set('requestId', requestId)
+  c.set('url', url)
+  c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || url.origin)
+  const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
+  c.set('origin', origin)
+  await next()
+  const decorated = decorate(c.res, requestId, origin)
+  // Hono's res setter copies the response and its headers: only when something changed.
+  if (decorated !== c.res) c.res = decorated
+})
 
-/** The one error handler: the AppError's body and status, with CORS and, on 401, the challenge. */
-function errorResponse(err: unknown, req: GatewayRequest): Response {
+gatewayApp.onError((err, c) => {
+  const requestId = c.get('requestId') ?? requestIdFor(null)
   const appError = toAppError(err)
-  logError(req.requestId, appError)
-  const res = appError.toResponse(req.requestId)
-  if (req.origin) applyCors(res.headers, req.origin)
+  logError(requestId, appError)
+  const res = appError.toResponse(requestId)
+  const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
+  if (origin) applyCors(res.headers, origin)
   if (appError.status === 401 && !res.headers.has('www-authenticate')) {
+    const path = new URL(c.req.url).pathname
     res.headers.set(
       'www-authenticate',
-      req.url.pathname === '/mcp'
-        ? `Bearer resource_metadata="${req.baseUrl}/.well-known/oauth-protected-resource/mcp"`
+      path === '/mcp'
+        ? `Bearer resource_metadata="${c.get('baseUrl')}/.well-known/oauth-protected-resource/mcp"`
         : 'Bearer realm="svc"',
     )
   }
   return res
-}
+})
 
-/**
- * Every request but the gateway's own pages: preflight, route lookup, credential, tenant, policy
- * and body checks, then the family worker.
- */
-async function routeToFamily(req: GatewayRequest): Promise<Response> {
-  const { request, url, env, requestId, origin } = req
-  if (request.method === 'OPTIONS') return preflight(request, origin, requestId)
+gatewayApp.route('/', healthRoutes)
+gatewayApp.route('/', docsRoutes)
+
+gatewayApp.all('*', async (c) => {
+  const request = c.req.raw
+  const requestId = c.get('requestId')
+  if (request.method === 'OPTIONS') {
+    return preflight(request, c.get('origin'), requestId)
+  }
+  const url = c.get('url')
   const lookup = routes.lookup(request.method, url.pathname)
 
   if (lookup.kind === 'match' && lookup.match.route.access === 'public') {
@@ -216,82 +208,34 @@ async function routeToFamily(req: GatewayRequest): Promise<Response> {
       requestId,
       identity: null,
       maxBodyBytes: lookup.match.route.body?.maxBytes ?? 0,
-      baseUrl: req.baseUrl,
+      baseUrl: c.get('baseUrl'),
     }
-    return forward(lookup.match.route, request, env, context, url.pathname, origin)
+    return forward(lookup.match.route, request, c.env, context, url.pathname, c.get('origin'))
   }
   if (lookup.kind === 'method_not_allowed' && lookup.public)
     throw methodNotAllowed(request.method, url, lookup.allow)
 
   const audiences = lookup.kind === 'match' ? FAMILY_TOKEN_AUDIENCES[lookup.match.route.family] : null
-  const identity = await authenticate(request, audiences, env, req.ctx)
+  const identity = await authenticate(request, audiences, c.env, c.executionCtx)
   checkTenant(identity, request, url)
 
   if (lookup.kind === 'not_found') {
     throw new AppError(
       404,
       'not_found',
-      `No endpoint at ${url.pathname}. See ${req.baseUrl}/openapi.json for the API.`,
+      `No endpoint at ${url.pathname}. See ${c.get('baseUrl')}/openapi.json for the API.`,
     )
   }
   if (lookup.kind === 'method_not_allowed') throw methodNotAllowed(request.method, url, lookup.allow)
 
   const route = lookup.match.route
-  await enforceCryptoPolicy({ request, identity, requestId, path: url.pathname }, env, req.ctx)
+  await enforceCryptoPolicy({ request, identity, requestId, path: url.pathname }, c.env, c.executionCtx)
   checkBody(route, request)
-  const context = { requestId, identity, maxBodyBytes: route.body?.maxBytes ?? 0, baseUrl: req.baseUrl }
-  const response = await forward(route, request, env, context, url.pathname, origin)
+  const context = { requestId, identity, maxBodyBytes: route.body?.maxBytes ?? 0, baseUrl: c.get('baseUrl') }
+  const response = await forward(route, request, c.env, context, url.pathname, c.get('origin'))
   if (route.family === 'platform' && response.ok) afterAdminChange(route, lookup.match.params, identity)
   return response
-}
-
-/** The gateway's own pages (health, API docs), served by a small Hono app; GET and HEAD only. */
-const OWN_PAGES = new Set(['/healthz', '/readyz', '/openapi.json', '/docs'])
-
-const pagesApp = new Hono<GatewayApp>()
-
-pagesApp.use(async (c, next) => {
-  const req = gatewayRequest(c.req.raw, c.env, c.executionCtx, new URL(c.req.url))
-  c.set('requestId', req.requestId)
-  c.set('url', req.url)
-  c.set('baseUrl', req.baseUrl)
-  c.set('origin', req.origin)
-  await next()
-  const decorated = decorate(c.res, req.requestId, req.origin)
-  // Hono's res setter copies the response and its headers: only when something changed.
-  if (decorated !== c.res) c.res = decorated
 })
-
-pagesApp.onError((err, c) =>
-  errorResponse(err, gatewayRequest(c.req.raw, c.env, c.executionCtx, new URL(c.req.url))),
-)
-
-pagesApp.route('/', healthRoutes)
-pagesApp.route('/', docsRoutes)
-
-/**
- * The gateway's fetch handler. Forwarded requests (all but the gateway's own pages) are handled
- * without a router framework: they need no per-request Hono context, and this is every API call's
- * path. Every response leaves with the request id, and CORS headers for an allowed origin.
- */
-export async function handleGatewayRequest(
-  request: Request,
-  env: GatewayEnv,
-  ctx: ExecutionContext,
-): Promise<Response> {
-  const url = new URL(request.url)
-  if ((request.method === 'GET' || request.method === 'HEAD') && OWN_PAGES.has(url.pathname))
-    return pagesApp.fetch(request, env, ctx)
-  const req = gatewayRequest(request, env, ctx, url)
-  let response: Response
-  try {
-    response = await routeToFamily(req)
-  } catch (err) {
-    response = errorResponse(err, req)
-  }
-  response = decorate(response, req.requestId, req.origin)
-  return request.method === 'HEAD' && response.body !== null ? new Response(null, response) : response
-}
 
 /**
  * Admin changes take effect at once in the isolate that forwarded them (other isolates follow

@@ -1,6 +1,5 @@
-import { handleGatewayRequest } from './gateway.app'
-import type { GatewayEnv } from './gateway.context'
+import { gatewayApp } from './gateway.app'
 
 export default {
-  fetch: handleGatewayRequest,
-} satisfies ExportedHandler<GatewayEnv>
+  fetch: gatewayApp.fetch,
+} satisfies ExportedHandler<import('./gateway.context').GatewayEnv>
