@@ -123,11 +123,15 @@ describe('gateway access-token authentication', () => {
       status: 401,
       code: 'token_expired',
     })
-    // A token that expires while cached: leeway 0 and a 1-second lifetime.
-    const short = await token(mlDsa, { ttl: 1 })
+    // A token that expires while cached: leeway 0 and a lifetime of a few seconds. `exp` is in
+    // whole seconds and signing takes a while on a busy machine, so the wait is computed from the
+    // token's own `exp` rather than assumed (a 1-second lifetime could expire before it is checked).
+    const short = await token(mlDsa, { ttl: 3 })
     const strict = { ...d.value, leewaySeconds: 0 }
     await verifyBearerToken(short, ['platform'], strict)
-    await new Promise((r) => setTimeout(r, 1100))
+    const payload = short.split('.')[1]!.replaceAll('-', '+').replaceAll('_', '/')
+    const { exp } = JSON.parse(atob(payload)) as { exp: number }
+    await new Promise((r) => setTimeout(r, Math.max(0, exp * 1000 - Date.now()) + 100))
     expect(await refusal(verifyBearerToken(short, ['platform'], strict))).toMatchObject({
       code: 'token_expired',
     })
