@@ -11,6 +11,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { type Stack, startStack } from '../../scripts/stack.ts'
+import { workerdConfig } from '../../scripts/workerd-runtime.ts'
 
 const fixture = inject('stack')
 
@@ -102,5 +103,31 @@ describe.skipIf(fixture.kind !== 'pglite')('the stack on plain workerd (runtime 
     const agentRuns = path.join(dataDir, 'workerd', 'durable-objects', 'svc-code-AgentRun')
     expect(existsSync(agentRuns)).toBe(true)
     expect(readdirSync(agentRuns).some((f) => f.endsWith('.sqlite'))).toBe(true)
+  })
+})
+
+describe('the generated workerd config', () => {
+  const options = {
+    host: '127.0.0.1',
+    port: 0,
+    entry: 'svc-gateway',
+    dataDir: '/data',
+    workers: [
+      {
+        name: 'svc-gateway',
+        scriptPath: '/data/build/gateway/index.js',
+        compatibilityDate: '2026-08-04',
+        compatibilityFlags: [],
+        options: {},
+        durableObjectClasses: new Map<string, boolean>(),
+      },
+    ],
+  }
+
+  it('sets no V8 flags unless asked, and writes the ones given for diagnosis', () => {
+    expect(workerdConfig({ ...options, v8Flags: [] }, '/data/workerd')).not.toContain('v8Flags')
+    const config = workerdConfig({ ...options, v8Flags: ['--trace-gc', '--trace-gc-nvp'] }, '/data/workerd')
+    expect(config).toContain('v8Flags = ["--trace-gc", "--trace-gc-nvp"],')
+    expect(config).toContain('esModule = embed "../build/gateway/index.js"')
   })
 })
