@@ -10,28 +10,34 @@
 #                 to Postgres (:18790)
 #   portkey       Portkey AI Gateway 1.15.2 (bench/peer, installed here with npm ci) (:18787)
 #   workerd-bare  a minimal pass-through Worker on bare `workerd serve` (:18789)
+#   workerd-2iso  the architecture's floor: a front Worker that only hands the request through a
+#                 service binding to that pass-through (two isolates, no code) (:18786)
 #   wrangler-dev  the same minimal Worker under `wrangler dev` (:18788), for reference
 #
-# Per round and test (c1 = wrk -c1 10 s, c32 = wrk -c32 15 s, stream = 300 sequential SSE
-# requests, TTFB = first body byte), targets run back to back in an order rotated each round.
+# Per round and test (c1 = wrk -c1 10 s, c32 = wrk -c32 15 s, seq = 3000 sequential requests timed
+# one by one, stream = 300 sequential SSE requests, TTFB = first body byte), targets run back to
+# back in an order rotated each round. wrk's latencies are corrected for coordinated omission (a
+# slow response adds samples for the requests an open-loop client would have sent meanwhile); seq
+# reports each request's own time (bench/chat-latency-client.mjs).
 # CPU per request = CPU ticks of the target's whole process tree during c32 / requests (for svc:
-# node + workerd + embedded Postgres). "Foreign" CPU (other processes on the box) is recorded;
+# node + workerd + embedded Postgres; workerd alone is reported beside it). "Foreign" CPU (other processes on the box) is recorded;
 # a measurement is repeated (up to RETRIES) when it exceeds FOREIGN_MAX cores.
 #
-# env: ROUNDS(3) C1_DUR(10) C32_DUR(15) C32_CONN(32) STREAM_REQ(300) WARM_S(5) FOREIGN_MAX(0.10)
-#      RETRIES(3) TARGETS("direct svc portkey workerd-bare wrangler-dev") STACK_RUNTIME(workerd)
+# env: ROUNDS(3) C1_DUR(10) C32_DUR(15) C32_CONN(32) SEQ_REQ(3000) STREAM_REQ(300) WARM_S(5)
+#      FOREIGN_MAX(0.10) RETRIES(3) STACK_RUNTIME(workerd)
+#      TARGETS("direct svc portkey workerd-bare workerd-2iso wrangler-dev")
 # Output: bench/results/chat-<ts>.jsonl (+ .meta, .summary.md); logs in bench/results/chat-<ts>-logs/
 set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$D/.." && pwd); cd "$D"
 ROUNDS=${ROUNDS:-3}; C1_DUR=${C1_DUR:-10}; C32_DUR=${C32_DUR:-15}; C32_CONN=${C32_CONN:-32}
-STREAM_REQ=${STREAM_REQ:-300}; WARM_S=${WARM_S:-5}; FOREIGN_MAX=${FOREIGN_MAX:-0.10}; RETRIES=${RETRIES:-3}
-WANT=${TARGETS:-"direct svc portkey workerd-bare wrangler-dev"}
+STREAM_REQ=${STREAM_REQ:-300}; SEQ_REQ=${SEQ_REQ:-3000}; WARM_S=${WARM_S:-5}; FOREIGN_MAX=${FOREIGN_MAX:-0.10}; RETRIES=${RETRIES:-3}
+WANT=${TARGETS:-"direct svc portkey workerd-bare workerd-2iso wrangler-dev"}
 TS=$(date +%Y%m%d-%H%M%S); mkdir -p results
 OUT=results/chat-$TS.jsonl; LOGS=results/chat-$TS-logs; RUN=$LOGS/run; mkdir -p "$LOGS" "$RUN"
 TICK=$(getconf CLK_TCK); NODE="$ROOT/node_modules/.bin/node"; export PATH="$ROOT/node_modules/.bin:$PATH"
 log() { echo "[$(date +%T)] $*" >&2; }
 
-for port in 18080 18787 18788 18789 18790; do
+for port in 18080 18786 18787 18788 18789 18790; do
   if ss -ltnH | grep -qE "127.0.0.1:$port |\*:$port "; then echo "port $port is in use; stop what runs there first" >&2; exit 1; fi
 done
 
@@ -58,6 +64,7 @@ if want portkey; then
 fi
 want wrangler-dev && start wrangler bash -c "cd chat-floor-worker && exec env CI=1 WRANGLER_SEND_METRICS=false wrangler dev --ip 127.0.0.1 --port 18788 --log-level warn"
 want workerd-bare && start workerd bash -c "cd chat-floor-worker && exec '$ROOT/node_modules/@cloudflare/workerd-linux-64/bin/workerd' serve workerd.capnp"
+want workerd-2iso && start workerd2 bash -c "cd chat-floor-worker && exec '$ROOT/node_modules/@cloudflare/workerd-linux-64/bin/workerd' serve two-isolates.capnp"
 STACK_DIR=$(mktemp -d -t svc-bench-chat-XXXXXX)
 want svc && start svc tsx "$ROOT/bench/chat-stack.ts" 18790 http://127.0.0.1:18080/v1 "$STACK_DIR"
 
@@ -69,6 +76,7 @@ TARGETS_FILE=$LOGS/targets.conf
   want svc && echo "svc|http://127.0.0.1:18790/svc/chat/completions|authorization: Bearer $KEY|svc|svc-cell"
   want portkey && echo "portkey|http://127.0.0.1:18787/v1/chat/completions|authorization: Bearer sk-mock;;x-portkey-provider: openai;;x-portkey-custom-host: http://127.0.0.1:18080/v1|portkey|gpt-4o-mini"
   want workerd-bare && echo "workerd-bare|http://127.0.0.1:18789/v1/chat/completions|authorization: Bearer sk-mock|workerd|gpt-4o-mini"
+  want workerd-2iso && echo "workerd-2iso|http://127.0.0.1:18786/v1/chat/completions|authorization: Bearer sk-mock|workerd2|gpt-4o-mini"
   want wrangler-dev && echo "wrangler-dev|http://127.0.0.1:18788/v1/chat/completions|authorization: Bearer sk-mock|wrangler|gpt-4o-mini"
 } > "$TARGETS_FILE"
 mapfile -t TARGETS < "$TARGETS_FILE"
@@ -91,29 +99,31 @@ log "all targets ready"
 # ---- measure (from peer-bench/bench.sh) --------------------------------------------------------
 tree() { local p=$1; [[ -d /proc/$p ]] || return; echo "$p"; for c in $(pgrep -P "$p" 2>/dev/null); do tree "$c"; done; }
 pids_of() { [[ -n "$1" && -f $RUN/$1.pid ]] && tree "$(cat "$RUN/$1.pid")"; }
+workerd_of() { local p; for p in "$@"; do [[ "$(cat /proc/$p/comm 2>/dev/null)" == workerd ]] && echo "$p"; done; }
 ticks() { local s=0 p; for p in "$@"; do [[ -r /proc/$p/stat ]] && s=$(( s + $(awk '{print $14+$15}' /proc/$p/stat 2>/dev/null || echo 0) )); done; echo $s; }
 busy() { awk '/^cpu /{print $2+$3+$4}' /proc/stat; }
 ALLSERVER() { for f in "$RUN"/*.pid; do tree "$(cat "$f")"; done; }
 
 measure() {
-  local test=$1 url=$2 hdrs=$3 pf=$4 model=$5 out tf gp up all b0 b1 a0 a1 g0 g1 u0 u1 t0 t1 cl
-  gp=$(pids_of "$pf"); up=$(pids_of mock); all=$(ALLSERVER); tf=$(mktemp)
-  g0=$(ticks $gp); u0=$(ticks $up); a0=$(ticks $all); b0=$(busy); t0=$(date +%s.%N)
+  local test=$1 url=$2 hdrs=$3 pf=$4 model=$5 out tf gp gw up all b0 b1 a0 a1 g0 g1 w0 w1 u0 u1 t0 t1 cl
+  gp=$(pids_of "$pf"); gw=$(workerd_of $gp); up=$(pids_of mock); all=$(ALLSERVER); tf=$(mktemp)
+  g0=$(ticks $gp); w0=$(ticks $gw); u0=$(ticks $up); a0=$(ticks $all); b0=$(busy); t0=$(date +%s.%N)
   case $test in
     c1)  out=$( { TIMEFORMAT='%U %S'; time HDRS="$hdrs" MODEL="$model" wrk -t1 -c1 -d"${C1_DUR}"s --timeout 10s -s chat-wrk-post.lua "$url"; } 2>"$tf" ) ;;
     c32) out=$( { TIMEFORMAT='%U %S'; time HDRS="$hdrs" MODEL="$model" wrk -t1 -c"$C32_CONN" -d"${C32_DUR}"s --timeout 10s -s chat-wrk-post.lua "$url"; } 2>"$tf" ) ;;
+    seq) out=$( { TIMEFORMAT='%U %S'; time HDRS="$hdrs" MODEL="$model" "$NODE" chat-latency-client.mjs "$url" "$SEQ_REQ" 50; } 2>"$tf" ) ;;
     stream) out=$( { TIMEFORMAT='%U %S'; time HDRS="$hdrs" MODEL="$model" "$NODE" chat-stream-client.mjs "$url" "$STREAM_REQ" 20; } 2>"$tf" ) ;;
   esac
-  t1=$(date +%s.%N); b1=$(busy); a1=$(ticks $all); g1=$(ticks $gp); u1=$(ticks $up)
+  t1=$(date +%s.%N); b1=$(busy); a1=$(ticks $all); g1=$(ticks $gp); w1=$(ticks $gw); u1=$(ticks $up)
   cl=$(tail -1 "$tf" | awk '{print $1+$2}'); rm -f "$tf"
   local res; res=$(sed -n 's/^RESULT {//p' <<< "$out"); [[ -z "$res" ]] && return 1
-  awk -v b=$((b1-b0)) -v a=$((a1-a0)) -v g=$((g1-g0)) -v u=$((u1-u0)) -v cl="$cl" -v w="$(echo "$t1 - $t0" | bc)" -v T="$TICK" \
-    'BEGIN{f=(b-a)/T-cl; if(f<0)f=0; printf "\"wall_s\":%.2f,\"client_cpu_s\":%.2f,\"gw_cpu_s\":%.2f,\"up_cpu_s\":%.2f,\"foreign_cpu_s\":%.2f,\"foreign_cores\":%.3f,", w, cl, g/T, u/T, f, f/w}'
+  awk -v b=$((b1-b0)) -v a=$((a1-a0)) -v g=$((g1-g0)) -v k=$((w1-w0)) -v u=$((u1-u0)) -v cl="$cl" -v w="$(echo "$t1 - $t0" | bc)" -v T="$TICK" \
+    'BEGIN{f=(b-a)/T-cl; if(f<0)f=0; printf "\"wall_s\":%.2f,\"client_cpu_s\":%.2f,\"gw_cpu_s\":%.2f,\"gw_workerd_cpu_s\":%.2f,\"up_cpu_s\":%.2f,\"foreign_cpu_s\":%.2f,\"foreign_cores\":%.3f,", w, cl, g/T, k/T, u/T, f, f/w}'
   echo "$res"
 }
 
 { echo "# $(date -Is) host: $(nproc) cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), kernel $(uname -r), node $("$NODE" -v), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
-  echo "# ROUNDS=$ROUNDS C1_DUR=$C1_DUR C32_DUR=$C32_DUR C32_CONN=$C32_CONN STREAM_REQ=$STREAM_REQ FOREIGN_MAX=$FOREIGN_MAX STACK_RUNTIME=${STACK_RUNTIME:-workerd} load=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# ROUNDS=$ROUNDS C1_DUR=$C1_DUR C32_DUR=$C32_DUR C32_CONN=$C32_CONN SEQ_REQ=$SEQ_REQ STREAM_REQ=$STREAM_REQ FOREIGN_MAX=$FOREIGN_MAX STACK_RUNTIME=${STACK_RUNTIME:-workerd} load=$(cut -d' ' -f1-3 /proc/loadavg)"
   printf '# target: %s\n' "${TARGETS[@]}" | sed -E 's/svc_sk_live_[A-Za-z0-9]+/svc_sk_live_…/'; } > "$OUT.meta"
 log "writing $OUT"
 
@@ -124,7 +134,7 @@ done
 
 NT=${#TARGETS[@]}
 for r in $(seq 1 "$ROUNDS"); do
-  for test in c1 c32 stream; do
+  for test in c1 c32 seq stream; do
     for k in $(seq 0 $((NT-1))); do
       t=${TARGETS[$(( (k + r - 1) % NT ))]}; n=$(fld "$t" 1)
       for try in $(seq 0 "$RETRIES"); do
