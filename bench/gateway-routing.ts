@@ -10,6 +10,9 @@
  *   database work once the key is cached);
  * - `bare-workerd`: a minimal worker returning the same JSON body, on its own plain `workerd serve`
  *   (scripts/workerd-runtime.ts, as the gateway);
+ * - `two-isolate-workerd`: the architecture's floor: a front worker whose whole code hands the
+ *   request to that minimal worker over a service binding (`env.BACK.fetch(request)`), on plain
+ *   workerd: the gateway → family hop with no authentication, checks or routing;
  * - `bare-miniflare`: the same minimal worker in its own Miniflare/workerd;
  * - `bare-wrangler-dev`: the same minimal worker under `wrangler dev` (reference only).
  * Per target: p50/p99 at concurrency 1, requests/s (and p50/p99) at concurrency 32 with wrk, and
@@ -172,6 +175,39 @@ async function main(): Promise<void> {
     })
     stops.push(() => bareWorkerdRuntime.stop())
 
+    const floorDir = path.join(dataDir, 'two-isolate-workerd')
+    mkdirSync(floorDir, { recursive: true })
+    writeFileSync(path.join(floorDir, 'index.js'), bareWorkerSource())
+    writeFileSync(
+      path.join(floorDir, 'front.js'),
+      'export default { fetch(request, env) { return env.BACK.fetch(request) } }\n',
+    )
+    const floorRuntime = await startWorkerd({
+      host: '127.0.0.1',
+      port: 0,
+      entry: 'front',
+      dataDir: floorDir,
+      workers: [
+        {
+          name: 'front',
+          scriptPath: path.join(floorDir, 'front.js'),
+          compatibilityDate: '2026-10-01',
+          compatibilityFlags: [],
+          options: { serviceBindings: { BACK: 'bare' } },
+          durableObjectClasses: new Map(),
+        },
+        {
+          name: 'bare',
+          scriptPath: path.join(floorDir, 'index.js'),
+          compatibilityDate: '2026-10-01',
+          compatibilityFlags: [],
+          options: { bindings: { BODY: body } },
+          durableObjectClasses: new Map(),
+        },
+      ],
+    })
+    stops.push(() => floorRuntime.stop())
+
     const wranglerDir = path.join(dataDir, 'bare-wrangler')
     mkdirSync(wranglerDir, { recursive: true })
     writeFileSync(path.join(wranglerDir, 'index.js'), bareWorkerSource())
@@ -205,6 +241,12 @@ async function main(): Promise<void> {
         url: `${bareWorkerdRuntime.url.origin}/`,
         headers: {},
         pids: () => [bareWorkerdRuntime.pid],
+      },
+      {
+        name: 'two-isolate-workerd',
+        url: `${floorRuntime.url.origin}/`,
+        headers: {},
+        pids: () => [floorRuntime.pid],
       },
       { name: 'bare-miniflare', url: `${bareUrl.origin}/`, headers: {}, pids: () => bareWorkerd },
       { name: 'bare-wrangler-dev', url: wranglerUrl, headers: {}, pids: () => processTree(wrangler.pid!) },
@@ -283,6 +325,12 @@ async function main(): Promise<void> {
     console.log(
       `\ngateway − ${bareName}: p50 +${round(gw.c1_p50_ms - bareRow.c1_p50_ms)} ms (target ≤ 0.3), CPU +${round(gw.cpu_us_per_request - bareRow.cpu_us_per_request, 0)} µs/request (target ≤ 100)`,
     )
+    const floor = summary.find((s) => s.target === 'two-isolate-workerd')
+    if (floor && RUNTIME === 'workerd') {
+      console.log(
+        `two-isolate floor − ${bareName}: p50 +${round(floor.c1_p50_ms - bareRow.c1_p50_ms)} ms, CPU +${round(floor.cpu_us_per_request - bareRow.cpu_us_per_request, 0)} µs/request (the hop alone, no code); gateway − floor: p50 +${round(gw.c1_p50_ms - floor.c1_p50_ms)} ms, CPU +${round(gw.cpu_us_per_request - floor.cpu_us_per_request, 0)} µs/request`,
+      )
+    }
     console.log(
       `\nraw: ${JSON.stringify(samples.map((s) => ({ target: s.target, round: s.round, c1_p50: s.c1.p50_ms, c32_rps: s.c32.rps, cpu_us: round(s.cpuUsPerRequest, 0) })))}`,
     )
