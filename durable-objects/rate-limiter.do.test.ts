@@ -191,6 +191,28 @@ describe('RateLimiter: ledger and flush', () => {
     expect(h.store.ledger.size).toBe(1)
   })
 
+  it('a late resend storage ignored leaves no request id behind: a later request reusing it is not renamed', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(1)
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    h.time.now += 3 * 60_000
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(0)
+    await runDurableObjectAlarm(h.stub)
+    // The caller's next request reuses the request id (x-request-id is the caller's choice): with
+    // no unflushed row holding it, the ledger records it under that id, as for any first use.
+    await h.acquire('b')
+    await h.stub.settle({ ...h.settleInput('b', 5, 5), requestId: 'req_a' })
+    expect(await pending(h)).toBe(1)
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect([...h.store.ledger.values()].map((e) => [e.reservationId, e.requestId])).toEqual([
+      ['a', 'req_a'],
+      ['b', 'req_a'],
+    ])
+  })
+
   it('a failed flush keeps every row and re-arms the alarm; the retry delivers each row once', async () => {
     const h = await harness('live', 'pro')
     await h.stub.settleMany([h.settleInput('a', 1, 1), h.settleInput('b', 2, 2)])

@@ -407,9 +407,8 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     for (const { entry } of this.rows(`where created_at > ? order by created_at`, now - RATE_WINDOW_MS)) {
       limiter.restore(entry)
     }
+    this.resyncUnflushedRequestIds()
     const sql = this.ctx.storage.sql
-    for (const row of sql.exec<{ request_id: string }>(`select request_id from ledger where flushed = 0`))
-      this.unflushedRequestIds.add(row.request_id)
     for (const row of sql.exec<{ reservation_id: string; created_at: number }>(
       `select reservation_id, created_at from ledger where created_at > ? order by created_at`,
       now - RECENT_RESERVATIONS_MS,
@@ -460,7 +459,10 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     let sent = false
     for (;;) {
       const batch = this.rows(`where flushed = 0 order by seq limit ?`, FLUSH_BATCH_SIZE)
-      if (batch.length === 0) return sent
+      if (batch.length === 0) {
+        this.resyncUnflushedRequestIds()
+        return sent
+      }
       if (!this.store) throw new Error('DATABASE_URL is not set: ledger rows cannot be flushed')
       const row = await this.store.flushLedger(
         scope.tenantId,
@@ -474,8 +476,25 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
       for (const { entry } of batch) this.unflushedRequestIds.delete(entry.requestId)
       if (row) this.applyBalanceRow(row)
       sent = true
-      if (batch.length < FLUSH_BATCH_SIZE) return sent
+      if (batch.length < FLUSH_BATCH_SIZE) {
+        this.resyncUnflushedRequestIds()
+        return sent
+      }
     }
+  }
+
+  /**
+   * The request ids of rows not yet in Postgres, re-read from storage (and the rows still in
+   * memory) once a flush has drained: a settle resent after RECENT_RESERVATIONS_MS is added in
+   * memory but storage ignores its row, which therefore never flushes to take its id out again.
+   */
+  private resyncUnflushedRequestIds(): void {
+    this.unflushedRequestIds.clear()
+    for (const entry of this.unwritten.values()) this.unflushedRequestIds.add(entry.requestId)
+    const unflushed = this.ctx.storage.sql.exec<{ request_id: string }>(
+      `select request_id from ledger where flushed = 0`,
+    )
+    for (const row of unflushed) this.unflushedRequestIds.add(row.request_id)
   }
 
   private rows(clause: string, ...bindings: (string | number)[]): { seq: number; entry: LedgerEntry }[] {
