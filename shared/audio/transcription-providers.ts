@@ -31,8 +31,15 @@
  */
 import { z } from 'zod'
 import { AppError } from '../http/errors'
+import {
+  type FetchFn,
+  fetchProviderJson,
+  firstAnswer,
+  ProviderError,
+  type ProviderFailure,
+} from '../http/provider-chain'
 
-export type FetchFn = (input: string, init: RequestInit) => Promise<Response>
+export type { FetchFn }
 
 export interface TranscriptionInput {
   bytes: Uint8Array
@@ -51,17 +58,15 @@ export interface TranscriptionResult {
 
 export type TranscriptionFailureKind = 'http_status' | 'timeout' | 'network' | 'malformed' | 'binding_error'
 
-export class TranscriptionProviderError extends Error {
-  constructor(
-    readonly provider: string,
-    readonly kind: TranscriptionFailureKind,
-    readonly detail: string,
-    readonly status?: number,
-  ) {
-    super(`${provider}: ${detail}`)
+export class TranscriptionProviderError extends ProviderError<TranscriptionFailureKind> {
+  constructor(provider: string, kind: TranscriptionFailureKind, detail: string, status?: number) {
+    super(provider, kind, detail, status)
     this.name = 'TranscriptionProviderError'
   }
 }
+
+const transcriptionFailure: ProviderFailure = (provider, kind, detail, status) =>
+  new TranscriptionProviderError(provider, kind, detail, status)
 
 export interface TranscribeCall {
   fetch: FetchFn
@@ -110,44 +115,13 @@ export function openAiCompatibleTranscriber(options: OpenAiCompatibleOptions): T
       if (input.prompt) form.append('prompt', input.prompt)
       const headers: Record<string, string> = { accept: 'application/json' }
       if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`
-      let res: Response
-      try {
-        res = await call.fetch(endpoint, { method: 'POST', headers, body: form, signal: call.signal })
-      } catch (err) {
-        if (call.signal.aborted) throw call.signal.reason
-        throw new TranscriptionProviderError(
-          name,
-          'network',
-          `network error (${err instanceof Error ? err.name : 'unknown'})`,
-        )
-      }
-      if (!res.ok) {
-        await res.body?.cancel()
-        const hint =
-          res.status === 401 || res.status === 403
-            ? ' (credential rejected)'
-            : res.status === 429
-              ? ' (rate limited)'
-              : ''
-        throw new TranscriptionProviderError(name, 'http_status', `HTTP ${res.status}${hint}`, res.status)
-      }
-      let text: string
-      try {
-        text = await res.text()
-      } catch (err) {
-        if (call.signal.aborted) throw call.signal.reason
-        throw new TranscriptionProviderError(
-          name,
-          'network',
-          `connection lost while reading the body (${err instanceof Error ? err.name : 'unknown'})`,
-        )
-      }
-      let body: unknown
-      try {
-        body = JSON.parse(text)
-      } catch {
-        throw new TranscriptionProviderError(name, 'malformed', 'malformed response body (not JSON)')
-      }
+      const body = await fetchProviderJson(
+        name,
+        call.fetch,
+        endpoint,
+        { method: 'POST', headers, body: form, signal: call.signal },
+        transcriptionFailure,
+      )
       const parsed = TextBody.safeParse(body)
       if (!parsed.success) throw malformed(name, body)
       return parsed.data.text.trim()
@@ -341,35 +315,6 @@ export interface TranscribeOptions {
   signal?: AbortSignal
 }
 
-async function runOne(
-  provider: Transcriber,
-  input: TranscriptionInput,
-  fetchFn: FetchFn,
-  timeoutMs: number,
-  outer?: AbortSignal,
-) {
-  const controller = new AbortController()
-  const timeout = new TranscriptionProviderError(provider.name, 'timeout', `timed out after ${timeoutMs} ms`)
-  const onOuterAbort = () => controller.abort(outer?.reason)
-  outer?.addEventListener('abort', onOuterAbort, { once: true })
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort(timeout)
-      reject(timeout)
-    }, timeoutMs)
-  })
-  try {
-    return await Promise.race([
-      provider.transcribe(input, { fetch: fetchFn, signal: controller.signal }),
-      timedOut,
-    ])
-  } finally {
-    if (timer !== undefined) clearTimeout(timer)
-    outer?.removeEventListener('abort', onOuterAbort)
-  }
-}
-
 /** Tries each provider in order; the first transcript wins. */
 export async function transcribeAudio(
   input: TranscriptionInput,
@@ -384,41 +329,16 @@ export async function transcribeAudio(
     )
   }
   const fetchFn: FetchFn = options.fetch ?? ((url, init) => fetch(url, init))
-  const timeoutMs = options.timeoutMs ?? chain.timeoutMs
-  const failures: TranscriptionProviderError[] = []
-  for (const provider of chain.providers) {
-    if (options.signal?.aborted) throw options.signal.reason
-    try {
-      const text = await runOne(provider, input, fetchFn, timeoutMs, options.signal)
-      return { text, provider: provider.name, model: provider.model }
-    } catch (err) {
-      if (options.signal?.aborted) throw options.signal.reason
-      failures.push(
-        err instanceof TranscriptionProviderError
-          ? err
-          : new TranscriptionProviderError(
-              provider.name,
-              'network',
-              `failed (${err instanceof Error ? err.name : 'unknown error'})`,
-            ),
-      )
-    }
-  }
-  const list = failures.map((f) => `${f.provider}: ${f.detail}`).join('; ')
-  throw new AppError(
-    502,
-    'transcription_providers_failed',
-    `every configured speech-recognition provider failed: ${list}`,
+  const { provider, answer } = await firstAnswer(
+    chain.providers,
+    (p, signal) => p.transcribe(input, { fetch: fetchFn, signal }),
     {
-      internalMessage: list,
-      extraBody: {
-        failures: failures.map((f) => ({
-          provider: f.provider,
-          kind: f.kind,
-          detail: f.detail,
-          status: f.status ?? null,
-        })),
-      },
+      signal: options.signal,
+      timeoutMs: options.timeoutMs ?? chain.timeoutMs,
+      failure: transcriptionFailure,
+      code: 'transcription_providers_failed',
+      what: 'speech-recognition provider',
     },
   )
+  return { text: answer, provider: provider.name, model: provider.model }
 }

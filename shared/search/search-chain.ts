@@ -22,13 +22,14 @@
  */
 import { z } from 'zod'
 import { AppError } from '../http/errors'
+import { firstAnswer } from '../http/provider-chain'
 import { BuiltinSearchIndex, builtinProvider } from './builtin-index'
 import type { WebSearchRequest, WebSearchResponse } from './search.schemas'
 import {
   braveProvider,
   type FetchFn,
   type SearchProvider,
-  SearchProviderError,
+  searchFailure,
   searxngProvider,
   tavilyProvider,
 } from './search-providers'
@@ -132,41 +133,6 @@ export interface RunSearchOptions {
   signal?: AbortSignal
 }
 
-/** Runs one provider under a timeout that also covers reading the body. */
-async function withTimeout(
-  provider: SearchProvider,
-  request: WebSearchRequest,
-  fetchFn: FetchFn,
-  timeoutMs: number,
-  outer: AbortSignal | undefined,
-) {
-  const controller = new AbortController()
-  const timeout = new SearchProviderError(provider.name, 'timeout', `timed out after ${timeoutMs} ms`)
-  const onOuterAbort = () => controller.abort(outer?.reason)
-  outer?.addEventListener('abort', onOuterAbort, { once: true })
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort(timeout)
-      reject(timeout)
-    }, timeoutMs)
-  })
-  try {
-    return await Promise.race([
-      provider.search({
-        query: request.query,
-        count: request.count,
-        fetch: fetchFn,
-        signal: controller.signal,
-      }),
-      timedOut,
-    ])
-  } finally {
-    if (timer !== undefined) clearTimeout(timer)
-    outer?.removeEventListener('abort', onOuterAbort)
-  }
-}
-
 /** Tries each provider in order; returns the first answer capped to `count`. */
 export async function runWebSearch(
   request: WebSearchRequest,
@@ -181,36 +147,16 @@ export async function runWebSearch(
     )
   }
   const fetchFn: FetchFn = options.fetch ?? ((input, init) => fetch(input, init))
-  const timeoutMs = options.timeoutMs ?? chain.timeoutMs
-  const failures: SearchProviderError[] = []
-  for (const provider of chain.providers) {
-    if (options.signal?.aborted) throw options.signal.reason
-    try {
-      const results = await withTimeout(provider, request, fetchFn, timeoutMs, options.signal)
-      return { provider: provider.name, results: results.slice(0, request.count) }
-    } catch (err) {
-      if (options.signal?.aborted) throw options.signal.reason
-      failures.push(
-        err instanceof SearchProviderError
-          ? err
-          : new SearchProviderError(
-              provider.name,
-              'network',
-              `failed (${err instanceof Error ? err.name : 'unknown error'})`,
-            ),
-      )
-    }
-  }
-  const list = failures.map((f) => `${f.provider}: ${f.detail}`).join('; ')
-  throw new AppError(502, 'search_providers_failed', `every configured web search provider failed: ${list}`, {
-    internalMessage: list,
-    extraBody: {
-      failures: failures.map((f) => ({
-        provider: f.provider,
-        kind: f.kind,
-        detail: f.detail,
-        status: f.status ?? null,
-      })),
+  const { provider, answer } = await firstAnswer(
+    chain.providers,
+    (p, signal) => p.search({ query: request.query, count: request.count, fetch: fetchFn, signal }),
+    {
+      signal: options.signal,
+      timeoutMs: options.timeoutMs ?? chain.timeoutMs,
+      failure: searchFailure,
+      code: 'search_providers_failed',
+      what: 'web search provider',
     },
-  })
+  )
+  return { provider: provider.name, results: answer.slice(0, request.count) }
 }

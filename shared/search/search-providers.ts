@@ -13,24 +13,22 @@
  * sent (so the key never sits in a request body that a proxy might log).
  */
 import { z } from 'zod'
+import { type FetchFn, fetchProviderJson, ProviderError, type ProviderFailure } from '../http/provider-chain'
 import type { SearchHit } from './search.schemas'
 
-export type FetchFn = (input: string, init: RequestInit) => Promise<Response>
+export type { FetchFn }
 
 export type SearchFailureKind = 'http_status' | 'timeout' | 'network' | 'malformed'
 
-export class SearchProviderError extends Error {
-  constructor(
-    readonly provider: string,
-    readonly kind: SearchFailureKind,
-    /** Safe to show to clients: never a key, never the upstream body. */
-    readonly detail: string,
-    readonly status?: number,
-  ) {
-    super(`${provider}: ${detail}`)
+export class SearchProviderError extends ProviderError<SearchFailureKind> {
+  constructor(provider: string, kind: SearchFailureKind, detail: string, status?: number) {
+    super(provider, kind, detail, status)
     this.name = 'SearchProviderError'
   }
 }
+
+export const searchFailure: ProviderFailure = (provider, kind, detail, status) =>
+  new SearchProviderError(provider, kind, detail, status)
 
 export interface SearchCall {
   query: string
@@ -91,49 +89,8 @@ function hits(items: Array<{ title: string; url: string; snippet: string }>, cou
 }
 
 /** Sends the request and returns the decoded JSON body, classifying every failure. */
-async function requestJson(
-  provider: string,
-  call: SearchCall,
-  url: string,
-  init: RequestInit,
-): Promise<unknown> {
-  let res: Response
-  try {
-    res = await call.fetch(url, { ...init, signal: call.signal })
-  } catch (err) {
-    if (call.signal.aborted) throw call.signal.reason
-    throw new SearchProviderError(
-      provider,
-      'network',
-      `network error (${err instanceof Error ? err.name : 'unknown'})`,
-    )
-  }
-  if (!res.ok) {
-    await res.body?.cancel()
-    const hint =
-      res.status === 401 || res.status === 403
-        ? ' (credential rejected)'
-        : res.status === 429
-          ? ' (rate limited)'
-          : ''
-    throw new SearchProviderError(provider, 'http_status', `HTTP ${res.status}${hint}`, res.status)
-  }
-  let text: string
-  try {
-    text = await res.text()
-  } catch (err) {
-    if (call.signal.aborted) throw call.signal.reason
-    throw new SearchProviderError(
-      provider,
-      'network',
-      `connection lost while reading the body (${err instanceof Error ? err.name : 'unknown'})`,
-    )
-  }
-  try {
-    return JSON.parse(text)
-  } catch {
-    throw new SearchProviderError(provider, 'malformed', 'malformed response body (not JSON)')
-  }
+function requestJson(provider: string, call: SearchCall, url: string, init: RequestInit): Promise<unknown> {
+  return fetchProviderJson(provider, call.fetch, url, { ...init, signal: call.signal }, searchFailure)
 }
 
 function decode<T>(provider: string, schema: z.ZodType<T>, body: unknown): T {
