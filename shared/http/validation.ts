@@ -12,8 +12,9 @@ function describeValue(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text
 }
 
-function pathOf(issue: z.core.$ZodIssue): string {
-  return issue.path
+/** `messages[0].content` style: the path of a field as clients write it (OpenAI's `param`). */
+export function issuePath(path: readonly PropertyKey[]): string {
+  return path
     .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
     .join('')
 }
@@ -28,7 +29,7 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
 }
 
 export function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
-  const where = pathOf(issue) || 'body'
+  const where = issuePath(issue.path) || 'body'
   const got = valueAt(input, issue.path)
   switch (issue.code) {
     case 'invalid_type':
@@ -66,7 +67,7 @@ export function validationError(error: z.ZodError, input: unknown, code = 'inval
     .map((i) => describeIssue(i, input))
     .join('; ')
   return new AppError(400, code, issues.length > 5 ? `${message}; and ${issues.length - 5} more` : message, {
-    param: first ? pathOf(first) || null : null,
+    param: first ? issuePath(first.path) || null : null,
   })
 }
 

@@ -17,6 +17,7 @@
 import { z } from 'zod'
 import { MODEL_ALIASES } from '../../../shared/catalog/model-aliases'
 import { AppError } from '../../../shared/http/errors'
+import { issuePath } from '../../../shared/http/validation'
 import { CHAT_ROLES, ChatCompletionChunkSchema, REASONING_EFFORTS } from '../../../shared/providers/chat-wire'
 import { readCommonChatRequest } from './chat-request-check'
 
@@ -270,12 +271,6 @@ function innermost(issue: Issue, basePath: readonly PropertyKey[]): { issue: Iss
   return first ? innermost(first, path) : { issue, path }
 }
 
-function pathLabel(path: readonly PropertyKey[]): string {
-  return path
-    .map((key, i) => (typeof key === 'number' ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`))
-    .join('')
-}
-
 function describeValue(value: unknown): string {
   if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : `an array of ${value.length} items`
   if (value !== null && typeof value === 'object') return 'an object'
@@ -292,12 +287,12 @@ export function chatRequestError(error: z.ZodError): AppError {
   if (issue.code === 'invalid_union' && issue.discriminator && received && typeof received === 'object') {
     received = (received as Record<string, unknown>)[issue.discriminator]
   }
-  const label = path.length === 0 ? 'The request body' : pathLabel(path)
+  const label = path.length === 0 ? 'The request body' : issuePath(path)
   const missing = issue.code === 'invalid_type' && received === undefined
   const rule = missing ? 'is required' : issue.message
   const got = received === undefined ? '' : ` (got ${describeValue(received)})`
   return new AppError(400, 'invalid_request_body', `${label} ${rule}${got}`, {
-    param: path.length === 0 ? null : pathLabel(path),
+    param: path.length === 0 ? null : issuePath(path),
   })
 }
 

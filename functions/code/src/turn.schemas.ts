@@ -10,6 +10,7 @@
 import { z } from 'zod'
 import { MODEL_ALIASES, type ModelAlias } from '../../../shared/catalog/model-aliases'
 import { AppError } from '../../../shared/http/errors'
+import { issuePath } from '../../../shared/http/validation'
 import { isServerTool } from './approval-policy'
 import { jsonSchemaProblems } from './client-tools'
 import { FileChangeSchema, MAX_FILE_CHANGES } from './file-changes'
@@ -152,16 +153,6 @@ export type TurnRequest = z.infer<typeof TurnRequestSchema>
 export type AgentMode = (typeof AGENT_MODES)[number]
 export type Effort = (typeof EFFORTS)[number]
 
-/** `client_tools[3].name` style path, as OpenAI's `param` uses. */
-export function formatIssuePath(path: readonly PropertyKey[]): string {
-  let out = ''
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`
-    else out += out === '' ? String(key) : `.${String(key)}`
-  }
-  return out
-}
-
 function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing'
   if (value === null) return 'null'
@@ -184,7 +175,7 @@ const EXPECTED_WORDS: Record<string, string> = {
 
 /** One readable sentence per zod issue: field path, rule, and what was sent. */
 export function describeIssue(issue: z.core.$ZodIssue): string {
-  const path = formatIssuePath(issue.path) || 'body'
+  const path = issuePath(issue.path) || 'body'
   switch (issue.code) {
     case 'invalid_type':
       if (issue.input === undefined) return `${path} is required`
@@ -224,7 +215,7 @@ export function zodIssuesToAppError(issues: readonly z.core.$ZodIssue[], code: s
   const extra = rest.slice(0, 2).map(describeIssue)
   const more = rest.length > 2 ? ` (and ${rest.length - 2} more)` : ''
   const message = [describeIssue(first), ...extra].join('; ') + more
-  return new AppError(400, code, message, { param: formatIssuePath(first.path) || null })
+  return new AppError(400, code, message, { param: issuePath(first.path) || null })
 }
 
 /** Parses and validates a turn request body; throws AppError 400 `invalid_turn_request`. */
