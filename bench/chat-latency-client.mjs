@@ -8,22 +8,14 @@
 // Usage: node chat-latency-client.mjs <url> <n> [warmup] ; env HDRS="k: v;;k: v" MODEL=name
 // Prints: RESULT {json}
 import http from 'node:http'
+import { chatClientRequest } from './chat-client-request.mjs'
 
 const [url, nArg, warmArg] = process.argv.slice(2)
 const N = Number(nArg || 3000),
   WARM = Number(warmArg || 50)
 const u = new URL(url)
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
-const body = JSON.stringify({
-  model: process.env.MODEL || 'gpt-4o-mini',
-  messages: [{ role: 'user', content: 'Say hello' }],
-  max_tokens: 32,
-})
-const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
-for (const h of (process.env.HDRS || '').split(';;')) {
-  const i = h.indexOf(':')
-  if (i > 0) headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim()
-}
+const { body, headers } = chatClientRequest({ stream: false })
 
 function one() {
   return new Promise((resolve, reject) => {

@@ -4,24 +4,14 @@
 // Usage: node stream-client.mjs <url> <n> [warmup] ; env HDRS="k: v;;k: v"
 // Prints: RESULT {json}
 import http from 'node:http'
+import { chatClientRequest } from './chat-client-request.mjs'
 
 const [url, nArg, warmArg] = process.argv.slice(2)
 const N = Number(nArg || 300),
   WARM = Number(warmArg || 20)
 const u = new URL(url)
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
-const body = JSON.stringify({
-  model: process.env.MODEL || 'gpt-4o-mini',
-  stream: true,
-  stream_options: { include_usage: true },
-  messages: [{ role: 'user', content: 'Say hello' }],
-  max_tokens: 32,
-})
-const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
-for (const h of (process.env.HDRS || '').split(';;')) {
-  const i = h.indexOf(':')
-  if (i > 0) headers[h.slice(0, i).trim().toLowerCase()] = h.slice(i + 1).trim()
-}
+const { body, headers } = chatClientRequest({ stream: true })
 
 function one() {
   return new Promise((resolve, reject) => {
