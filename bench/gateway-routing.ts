@@ -1,6 +1,9 @@
 /**
  * Gateway routing benchmark: what authentication (API key), the tenant check and routing over a
- * service binding to a family worker cost, against a bare worker returning the same bytes.
+ * service binding to a family worker cost, against the bare pass-through worker the issue's
+ * reference figures come from (../shared/peer-bench/worker/index.js, kept here as
+ * bench/chat-floor-worker/index.js: forwards each request to an upstream and streams the answer
+ * back), the upstream returning the same bytes the gateway's route returns.
  *
  * Targets, all measured in one run, interleaved (order rotated each round):
  * - `gateway`: the product started in-process with scripts/stack.ts startStack on plain `workerd
@@ -8,22 +11,27 @@
  *   STACK_RUNTIME=miniflare to run it through Miniflare instead), GET /platform/v1/crypto/algorithms?type=kem with
  *   `Authorization: Bearer <live API key>` and `x-svc-tenant` (a cheap authenticated route: no
  *   database work once the key is cached);
- * - `bare-workerd`: a minimal worker returning the same JSON body, on its own plain `workerd serve`
- *   (scripts/workerd-runtime.ts, as the gateway);
+ * - `passthrough-workerd`: the pass-through on its own plain `workerd serve`
+ *   (scripts/workerd-runtime.ts, as the gateway), forwarding to bench/static-upstream.mjs (a
+ *   node:http server answering the gateway's response body); the issue's baseline;
+ * - `passthrough-miniflare` / `passthrough-wrangler-dev`: the same worker in its own Miniflare and
+ *   under `wrangler dev` (references: the issue asks for the `wrangler dev` figure beside);
+ * - `bare-workerd`: a stricter baseline than the issue's: a worker that returns the body itself
+ *   (no upstream, no outbound fetch), on plain workerd;
  * - `two-isolate-workerd`: the architecture's floor: a front worker whose whole code hands the
- *   request to that minimal worker over a service binding (`env.BACK.fetch(request)`), on plain
- *   workerd: the gateway → family hop with no authentication, checks or routing;
- * - `bare-miniflare`: the same minimal worker in its own Miniflare/workerd;
- * - `bare-wrangler-dev`: the same minimal worker under `wrangler dev` (reference only).
+ *   request to that bare worker over a service binding (`env.BACK.fetch(request)`), on plain
+ *   workerd: the gateway → family hop with no authentication, checks or routing.
  * Per target: p50/p99 at concurrency 1, requests/s (and p50/p99) at concurrency 32 with wrk, and
  * CPU per request at c=32 from /proc/<pid>/stat of the target's workerd processes (wrangler dev:
- * its whole process tree). "foreign" is CPU other processes used meanwhile (shared machine).
+ * its whole process tree); the upstream's CPU is reported apart (the issue's reference counts the
+ * pass-through's workerd alone, as here). "foreign" is CPU other processes used meanwhile
+ * (shared machine).
  *
  *   npx tsx bench/gateway-routing.ts            # ROUNDS=3 C1_SECONDS=8 C32_SECONDS=8
  *   BREAKDOWN=1 npx tsx bench/gateway-routing.ts  # also /healthz and a public family route
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from 'miniflare'
@@ -31,6 +39,7 @@ import { type StackRuntime, startStack } from '../scripts/stack.ts'
 import { startWorkerd } from '../scripts/workerd-runtime.ts'
 import { ROOT } from '../scripts/workers.ts'
 import {
+  BENCH_DIR,
   cpuSeconds,
   descendantsNamed,
   machineBusySeconds,
@@ -52,6 +61,8 @@ interface Target {
   url: string
   headers: Record<string, string>
   pids: () => number[]
+  /** Processes the target calls that are not part of it (the pass-through's upstream). */
+  upstreamPids?: () => number[]
 }
 
 interface Sample {
@@ -60,9 +71,14 @@ interface Sample {
   c1: WrkResult
   c32: WrkResult
   cpuUsPerRequest: number
+  upstreamUsPerRequest: number
   foreignCores: number
 }
 
+/** The issue's bare pass-through (peer-bench's worker): forwards to env.UPSTREAM. */
+const PASSTHROUGH_SOURCE = readFileSync(path.join(BENCH_DIR, 'chat-floor-worker', 'index.js'), 'utf8')
+
+/** The stricter baseline: answers the body itself, no upstream. */
 function bareWorkerSource(): string {
   return `export default {
   fetch(request, env) {
@@ -86,14 +102,17 @@ async function waitFor(url: string, timeoutMs: number): Promise<void> {
 async function measure(target: Target, roundNo: number): Promise<Sample> {
   const c1 = await wrk(target.url, target.headers, 1, C1_SECONDS)
   const pids = target.pids()
-  const ourPids = [...pids, process.pid]
+  const upstream = target.upstreamPids?.() ?? []
+  const ourPids = [...pids, ...upstream, process.pid]
   const cpu0 = cpuSeconds(pids)
+  const up0 = cpuSeconds(upstream)
   const busy0 = machineBusySeconds()
   const all0 = cpuSeconds(ourPids)
   const started = performance.now()
   const c32 = await wrk(target.url, target.headers, 32, C32_SECONDS)
   const wall = (performance.now() - started) / 1000
   const cpu = cpuSeconds(pids) - cpu0
+  const upstreamCpu = cpuSeconds(upstream) - up0
   // Foreign: machine busy time not spent by the target or this process (wrk's own CPU is included
   // in it; it is roughly constant across targets).
   const foreign = Math.max(0, machineBusySeconds() - busy0 - (cpuSeconds(ourPids) - all0))
@@ -105,6 +124,7 @@ async function measure(target: Target, roundNo: number): Promise<Sample> {
     c1,
     c32,
     cpuUsPerRequest: (cpu / c32.requests) * 1e6,
+    upstreamUsPerRequest: (upstreamCpu / c32.requests) * 1e6,
     foreignCores: foreign / wall,
   }
 }
@@ -131,7 +151,22 @@ async function main(): Promise<void> {
     if (probe.status !== 200) throw new Error(`gateway answered ${probe.status}: ${await probe.text()}`)
     const body = await probe.text()
 
-    const bare = new Miniflare(
+    // The pass-through's upstream: a node:http server answering the same bytes.
+    const bodyFile = path.join(dataDir, 'body.json')
+    writeFileSync(bodyFile, body)
+    const upstreamProcess = spawn(process.execPath, [path.join(BENCH_DIR, 'static-upstream.mjs'), bodyFile], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    stops.push(async () => {
+      upstreamProcess.kill()
+    })
+    const upstreamUrl = await new Promise<string>((resolve, reject) => {
+      upstreamProcess.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))
+      upstreamProcess.once('exit', (code) => reject(new Error(`static upstream exited (${code})`)))
+    })
+    const upstreamPids = () => [upstreamProcess.pid!]
+
+    const passthroughMiniflare = new Miniflare(
       convertV4MiniflareOptions({
         host: '127.0.0.1',
         port: 0,
@@ -139,20 +174,41 @@ async function main(): Promise<void> {
         cf: false,
         workers: [
           {
-            name: 'bare',
+            name: 'passthrough',
             modules: true,
-            script: bareWorkerSource(),
-            bindings: { BODY: body },
+            script: PASSTHROUGH_SOURCE,
+            bindings: { UPSTREAM: upstreamUrl },
             compatibilityDate: '2026-10-01',
           },
         ],
       }),
     )
-    stops.push(() => bare.dispose())
-    const bareUrl = await bare.ready
-    const bareWorkerd = descendantsNamed(process.pid, 'workerd').filter(
+    stops.push(() => passthroughMiniflare.dispose())
+    const passthroughMiniflareUrl = await passthroughMiniflare.ready
+    const passthroughMiniflarePids = descendantsNamed(process.pid, 'workerd').filter(
       (p) => !before.has(p) && !stackWorkerd.includes(p),
     )
+
+    const passthroughDir = path.join(dataDir, 'passthrough-workerd')
+    mkdirSync(passthroughDir, { recursive: true })
+    writeFileSync(path.join(passthroughDir, 'index.js'), PASSTHROUGH_SOURCE)
+    const passthroughRuntime = await startWorkerd({
+      host: '127.0.0.1',
+      port: 0,
+      entry: 'passthrough',
+      dataDir: passthroughDir,
+      workers: [
+        {
+          name: 'passthrough',
+          scriptPath: path.join(passthroughDir, 'index.js'),
+          compatibilityDate: '2026-10-01',
+          compatibilityFlags: [],
+          options: { bindings: { UPSTREAM: upstreamUrl } },
+          durableObjectClasses: new Map(),
+        },
+      ],
+    })
+    stops.push(() => passthroughRuntime.stop())
 
     const bareDir = path.join(dataDir, 'bare-workerd')
     mkdirSync(bareDir, { recursive: true })
@@ -208,12 +264,12 @@ async function main(): Promise<void> {
     })
     stops.push(() => floorRuntime.stop())
 
-    const wranglerDir = path.join(dataDir, 'bare-wrangler')
+    const wranglerDir = path.join(dataDir, 'passthrough-wrangler')
     mkdirSync(wranglerDir, { recursive: true })
-    writeFileSync(path.join(wranglerDir, 'index.js'), bareWorkerSource())
+    writeFileSync(path.join(wranglerDir, 'index.js'), PASSTHROUGH_SOURCE)
     writeFileSync(
       path.join(wranglerDir, 'wrangler.toml'),
-      `name = "bench-bare"\nmain = "index.js"\ncompatibility_date = "2026-10-01"\n[vars]\nBODY = ${JSON.stringify(body)}\n`,
+      `name = "bench-passthrough"\nmain = "index.js"\ncompatibility_date = "2026-10-01"\n[vars]\nUPSTREAM = ${JSON.stringify(upstreamUrl)}\n`,
     )
     const wranglerPort = 18000 + Math.floor(Math.random() * 1000)
     const wrangler: ChildProcess = spawn(
@@ -237,6 +293,13 @@ async function main(): Promise<void> {
     const targets: Target[] = [
       { name: 'gateway', url: `${stack.baseUrl}${ROUTE}`, headers, pids: () => stackWorkerd },
       {
+        name: 'passthrough-workerd',
+        url: `${passthroughRuntime.url.origin}${ROUTE}`,
+        headers: {},
+        pids: () => [passthroughRuntime.pid],
+        upstreamPids,
+      },
+      {
         name: 'bare-workerd',
         url: `${bareWorkerdRuntime.url.origin}/`,
         headers: {},
@@ -248,8 +311,20 @@ async function main(): Promise<void> {
         headers: {},
         pids: () => [floorRuntime.pid],
       },
-      { name: 'bare-miniflare', url: `${bareUrl.origin}/`, headers: {}, pids: () => bareWorkerd },
-      { name: 'bare-wrangler-dev', url: wranglerUrl, headers: {}, pids: () => processTree(wrangler.pid!) },
+      {
+        name: 'passthrough-miniflare',
+        url: `${passthroughMiniflareUrl.origin}${ROUTE}`,
+        headers: {},
+        pids: () => passthroughMiniflarePids,
+        upstreamPids,
+      },
+      {
+        name: 'passthrough-wrangler-dev',
+        url: `${wranglerUrl.replace(/\/$/, '')}${ROUTE}`,
+        headers: {},
+        pids: () => processTree(wrangler.pid!),
+        upstreamPids,
+      },
     ]
     if (process.env.BREAKDOWN) {
       // Where the time goes: the gateway alone, the gateway plus authentication, and the gateway
@@ -278,7 +353,7 @@ async function main(): Promise<void> {
         const sample = await measure(target, r)
         samples.push(sample)
         console.error(
-          `round ${r} ${target.name}: c1 p50 ${round(sample.c1.p50_ms)} ms, c32 ${round(sample.c32.rps, 0)} req/s, ${round(sample.cpuUsPerRequest, 0)} µs CPU/req, foreign ${round(sample.foreignCores, 2)} cores`,
+          `round ${r} ${target.name}: c1 p50 ${round(sample.c1.p50_ms)} ms, c32 ${round(sample.c32.rps, 0)} req/s, ${round(sample.cpuUsPerRequest, 0)} µs CPU/req${target.upstreamPids ? ` (upstream ${round(sample.upstreamUsPerRequest, 0)})` : ''}, foreign ${round(sample.foreignCores, 2)} cores`,
         )
       }
     }
@@ -300,13 +375,25 @@ async function main(): Promise<void> {
           m((s) => s.cpuUsPerRequest),
           0,
         ),
+        upstream_us_per_request: t.upstreamPids
+          ? String(
+              round(
+                m((s) => s.upstreamUsPerRequest),
+                0,
+              ),
+            )
+          : '–',
         max_foreign_cores: round(Math.max(...mine.map((s) => s.foreignCores)), 2),
       }
     })
-    // The gateway against the bare worker on the same runtime, so the difference is the product's.
-    const bareName = RUNTIME === 'workerd' ? 'bare-workerd' : 'bare-miniflare'
-    const gw = summary.find((s) => s.target === 'gateway')!
-    const bareRow = summary.find((s) => s.target === bareName)!
+    // The gateway against the issue's pass-through on the same runtime, so the difference is the
+    // product's; then against the stricter bare worker and the two-isolate floor (plain workerd).
+    const row = (name: string) => summary.find((s) => s.target === name)
+    const gw = row('gateway')!
+    const delta = (name: string) => {
+      const other = row(name)!
+      return `p50 +${round(gw.c1_p50_ms - other.c1_p50_ms)} ms, CPU +${round(gw.cpu_us_per_request - other.cpu_us_per_request, 0)} µs/request`
+    }
     console.log(
       `\nMedians of ${ROUNDS} rounds; c1 ${C1_SECONDS} s, c32 ${C32_SECONDS} s; ${os.cpus().length} CPUs, load ${os
         .loadavg()
@@ -314,21 +401,24 @@ async function main(): Promise<void> {
         .join(' ')}; gateway on runtime ${RUNTIME}\n`,
     )
     console.log(
-      '| target | c=1 p50 (ms) | c=1 p99 (ms) | c=32 req/s | c=32 p50 (ms) | c=32 p99 (ms) | CPU/request (µs) | max foreign cores |',
+      '| target | c=1 p50 (ms) | c=1 p99 (ms) | c=32 req/s | c=32 p50 (ms) | c=32 p99 (ms) | CPU/request (µs) | upstream CPU/request (µs) | max foreign cores |',
     )
-    console.log('|---|---|---|---|---|---|---|---|')
+    console.log('|---|---|---|---|---|---|---|---|---|')
     for (const s of summary) {
       console.log(
-        `| ${s.target} | ${s.c1_p50_ms} | ${s.c1_p99_ms} | ${s.c32_rps} | ${s.c32_p50_ms} | ${s.c32_p99_ms} | ${s.cpu_us_per_request} | ${s.max_foreign_cores} |`,
+        `| ${s.target} | ${s.c1_p50_ms} | ${s.c1_p99_ms} | ${s.c32_rps} | ${s.c32_p50_ms} | ${s.c32_p99_ms} | ${s.cpu_us_per_request} | ${s.upstream_us_per_request} | ${s.max_foreign_cores} |`,
       )
     }
+    const baseline = RUNTIME === 'workerd' ? 'passthrough-workerd' : 'passthrough-miniflare'
     console.log(
-      `\ngateway − ${bareName}: p50 +${round(gw.c1_p50_ms - bareRow.c1_p50_ms)} ms (target ≤ 0.3), CPU +${round(gw.cpu_us_per_request - bareRow.cpu_us_per_request, 0)} µs/request (target ≤ 100)`,
+      `\ngateway − ${baseline} (the issue's baseline): ${delta(baseline)} (targets ≤ 0.3 ms, ≤ 100 µs)`,
     )
-    const floor = summary.find((s) => s.target === 'two-isolate-workerd')
-    if (floor && RUNTIME === 'workerd') {
+    if (RUNTIME === 'workerd') {
+      const bare = row('bare-workerd')!
+      const floor = row('two-isolate-workerd')!
+      console.log(`gateway − bare-workerd (stricter: no upstream): ${delta('bare-workerd')}`)
       console.log(
-        `two-isolate floor − ${bareName}: p50 +${round(floor.c1_p50_ms - bareRow.c1_p50_ms)} ms, CPU +${round(floor.cpu_us_per_request - bareRow.cpu_us_per_request, 0)} µs/request (the hop alone, no code); gateway − floor: p50 +${round(gw.c1_p50_ms - floor.c1_p50_ms)} ms, CPU +${round(gw.cpu_us_per_request - floor.cpu_us_per_request, 0)} µs/request`,
+        `two-isolate floor − bare-workerd: p50 +${round(floor.c1_p50_ms - bare.c1_p50_ms)} ms, CPU +${round(floor.cpu_us_per_request - bare.cpu_us_per_request, 0)} µs/request (the hop alone, no code); gateway − floor: ${delta('two-isolate-workerd')}`,
       )
     }
     console.log(
