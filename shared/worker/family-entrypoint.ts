@@ -7,6 +7,7 @@
  */
 import { WorkerEntrypoint } from 'cloudflare:workers'
 import { AppError } from '../http/errors'
+import { answerDirectly, type DirectRoutes } from './direct-routes'
 import {
   type FamilyResponse,
   type FamilyRpc,
@@ -41,6 +42,8 @@ function withRequestId(response: Response, requestId: string): Response {
 
 export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<Env> implements FamilyRpc {
   protected abstract readonly app: FamilyApp<Env>
+  /** Bodiless GET routes answered from plain values, without the Hono app (direct-routes.ts). */
+  protected readonly directRoutes: DirectRoutes | null = null
 
   override async fetch(): Promise<Response> {
     return new AppError(
@@ -50,12 +53,17 @@ export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<E
     ).toResponse()
   }
 
-  /** RPC for the gateway: one forwarded request, answered with plain values (family-rpc.ts). */
+  /**
+   * RPC for the gateway: one forwarded request, answered with plain values (family-rpc.ts): a
+   * direct route by its handler, anything else by the family's Hono app.
+   */
   async handle(forwarded: ForwardedRequest): Promise<FamilyResponse> {
     const context: RequestContext = {
       ...forwarded.context,
       maxBodyBytes: Math.min(Math.max(0, forwarded.context.maxBodyBytes), MAX_BODY_BYTES_CEILING),
     }
+    const direct = this.directRoutes?.find(forwarded)
+    if (direct) return answerDirectly(direct, forwarded, context)
     const request = toRequest(forwarded)
     if (typeof forwarded.body === 'string') bindBodyText(request, forwarded.body)
     return toFamilyResponse(await this.serve(request, context))

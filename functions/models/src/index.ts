@@ -1,6 +1,7 @@
 import { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
-import { modelsApp } from './models.app'
+import { modelsApp, modelsDirectRoutes } from './models.app'
 
 export default class ModelsWorker extends FamilyEntrypoint {
   protected readonly app = modelsApp
+  protected override readonly directRoutes = modelsDirectRoutes
 }

@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { MODEL_CATALOG, renderModelList, renderRouterCatalog } from '../../../shared/catalog/model-catalog'
+import { type DirectHandler, DirectRoutes } from '../../../shared/worker/direct-routes'
 import { createFamilyApp } from '../../../shared/worker/family-app'
 import { ModelListSchema, RouterCatalogSchema } from './models.schemas'
 
@@ -15,6 +16,16 @@ const CATALOG_HEADERS = {
 }
 
 export const modelsApp = createFamilyApp<object>()
+/** Both catalogs are direct routes: no Request or Response is built for the gateway's call. */
+export const modelsDirectRoutes = new DirectRoutes()
+
+/** The catalog body, or 304 when the client already holds this version. */
+function catalog(body: string): DirectHandler {
+  return ({ header }) =>
+    header('if-none-match') === ETAG
+      ? { status: 304, headers: CATALOG_HEADERS, body: null }
+      : { status: 200, headers: CATALOG_HEADERS, body }
+}
 
 modelsApp.openAPIRegistry.registerPath(
   createRoute({
@@ -27,10 +38,7 @@ modelsApp.openAPIRegistry.registerPath(
     },
   }),
 )
-modelsApp.get('/svc/models', (c) => {
-  if (c.req.header('if-none-match') === ETAG) return c.body(null, 304, CATALOG_HEADERS)
-  return c.body(MODEL_LIST_BODY, 200, CATALOG_HEADERS)
-})
+modelsDirectRoutes.get(modelsApp, '/svc/models', catalog(MODEL_LIST_BODY))
 
 modelsApp.openAPIRegistry.registerPath(
   createRoute({
@@ -47,7 +55,4 @@ modelsApp.openAPIRegistry.registerPath(
     },
   }),
 )
-modelsApp.get('/svc/router/models', (c) => {
-  if (c.req.header('if-none-match') === ETAG) return c.body(null, 304, CATALOG_HEADERS)
-  return c.body(ROUTER_CATALOG_BODY, 200, CATALOG_HEADERS)
-})
+modelsDirectRoutes.get(modelsApp, '/svc/router/models', catalog(ROUTER_CATALOG_BODY))

@@ -5,6 +5,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { filterAlgorithms } from '../../../shared/crypto-policy'
 import { AppError } from '../../../shared/http/errors'
+import type { DirectRoutes } from '../../../shared/worker/direct-routes'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { PlatformEnv } from './platform.context'
 import { AlgorithmListSchema, AlgorithmQuerySchema, errorResponse } from './platform.schemas'
@@ -28,22 +29,30 @@ const route = createRoute({
   },
 })
 
-export function algorithmRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
-  // Documented from the zod route; served by a plain handler that returns the cached body text
-  // (filterAlgorithms validates both filters and answers 400 naming the allowed values).
+/** The registry filtered by the query, as the JSON text of the list (the same text per filter). */
+function algorithmList(query: Readonly<Record<string, string>>): string {
+  const parsed = AlgorithmQuerySchema.safeParse(query)
+  if (!parsed.success) {
+    throw new AppError(400, 'invalid_algorithm_filter', 'status and type must be at most 32 characters.')
+  }
+  const { status, type } = parsed.data
+  const cacheKey = `${status ?? ''}|${type ?? ''}`
+  let body = rendered.get(cacheKey)
+  if (body === undefined) {
+    body = JSON.stringify({ object: 'list', data: filterAlgorithms({ status, type }) })
+    if (rendered.size < 64) rendered.set(cacheKey, body)
+  }
+  return body
+}
+
+export function algorithmRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>, direct: DirectRoutes): void {
+  // Documented from the zod route; served as a direct route (no Request or Response built for
+  // the gateway's call) that returns the cached body text (filterAlgorithms validates both
+  // filters and answers 400 naming the allowed values).
   app.openAPIRegistry.registerPath(route)
-  app.get('/platform/v1/crypto/algorithms', (c) => {
-    const query = AlgorithmQuerySchema.safeParse(c.req.query())
-    if (!query.success) {
-      throw new AppError(400, 'invalid_algorithm_filter', 'status and type must be at most 32 characters.')
-    }
-    const { status, type } = query.data
-    const cacheKey = `${status ?? ''}|${type ?? ''}`
-    let body = rendered.get(cacheKey)
-    if (body === undefined) {
-      body = JSON.stringify({ object: 'list', data: filterAlgorithms({ status, type }) })
-      if (rendered.size < 64) rendered.set(cacheKey, body)
-    }
-    return c.body(body, 200, { 'content-type': 'application/json' })
-  })
+  direct.get(app, '/platform/v1/crypto/algorithms', ({ query }) => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: algorithmList(query),
+  }))
 }

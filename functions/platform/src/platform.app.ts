@@ -1,3 +1,4 @@
+import { DirectRoutes } from '../../../shared/worker/direct-routes'
 import { createFamilyApp } from '../../../shared/worker/family-app'
 import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
 import { algorithmRoutes } from './algorithms'
@@ -6,9 +7,10 @@ import type { PlatformEnv } from './platform.context'
 import { serviceAccountRoutes } from './service-accounts'
 
 export const platformApp = createFamilyApp<PlatformEnv>()
+export const platformDirectRoutes = new DirectRoutes()
 
 cryptoPolicyRoutes(platformApp)
-algorithmRoutes(platformApp)
+algorithmRoutes(platformApp, platformDirectRoutes)
 serviceAccountRoutes(platformApp)
 // CBOM, compliance and attestation documents are not part of this release.
 answerUnreleasedRoutes(platformApp, 'platform', [
