@@ -75,6 +75,11 @@ interface Sample {
   foreignCores: number
 }
 
+/** A difference with its sign: +0.1, −0.05. */
+function signed(value: number): string {
+  return value < 0 ? `−${-value}` : `+${value}`
+}
+
 /** The issue's bare pass-through (peer-bench's worker): forwards to env.UPSTREAM. */
 const PASSTHROUGH_SOURCE = readFileSync(path.join(BENCH_DIR, 'chat-floor-worker', 'index.js'), 'utf8')
 
@@ -392,7 +397,7 @@ async function main(): Promise<void> {
     const gw = row('gateway')!
     const delta = (name: string) => {
       const other = row(name)!
-      return `p50 +${round(gw.c1_p50_ms - other.c1_p50_ms)} ms, CPU +${round(gw.cpu_us_per_request - other.cpu_us_per_request, 0)} µs/request`
+      return `p50 ${signed(round(gw.c1_p50_ms - other.c1_p50_ms))} ms, CPU ${signed(round(gw.cpu_us_per_request - other.cpu_us_per_request, 0))} µs/request`
     }
     console.log(
       `\nMedians of ${ROUNDS} rounds; c1 ${C1_SECONDS} s, c32 ${C32_SECONDS} s; ${os.cpus().length} CPUs, load ${os
