@@ -132,7 +132,7 @@ describe('DirectRoutes', () => {
     routes.get(app, '/x/echo', ({ query, header, context: ctx }) => ({
       status: 200,
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query, accept: header('accept') ?? null, tenant: ctx.identity?.tenantId }),
+      body: JSON.stringify({ query, accept: header('Accept') ?? null, tenant: ctx.identity?.tenantId }),
     }))
     const request = forwarded('/x/echo?a=1&b=two+words&a=2&c=%E2%9C%93', { accept: 'application/json' })
     const out = answerDirectly(routes.find(request)!, request, request.context)

@@ -23,7 +23,7 @@ import type { RequestContext } from './request-context'
 export interface DirectRequest {
   /** First value per query parameter name. */
   readonly query: Readonly<Record<string, string>>
-  /** A request header by its lower-case name. */
+  /** A request header by name (any case). */
   header(name: string): string | undefined
   readonly context: RequestContext
 }
@@ -77,7 +77,7 @@ export function answerDirectly(
   try {
     const answer = handler({
       query: forwarded.url.includes('?') ? (getQueryParam(forwarded.url) as Record<string, string>) : {},
-      header: (name) => forwarded.headers[name],
+      header: (name) => forwarded.headers[name.toLowerCase()],
       context,
     })
     return {
