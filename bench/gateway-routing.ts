@@ -36,7 +36,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from 'miniflare'
 import { type StackRuntime, startStack } from '../scripts/stack.ts'
-import { startWorkerd } from '../scripts/workerd-runtime.ts'
+import { startWorkerd, type WorkerdWorker } from '../scripts/workerd-runtime.ts'
 import { ROOT } from '../scripts/workers.ts'
 import {
   BENCH_DIR,
@@ -82,6 +82,23 @@ function signed(value: number): string {
 
 /** The issue's bare pass-through (peer-bench's worker): forwards to env.UPSTREAM. */
 const PASSTHROUGH_SOURCE = readFileSync(path.join(BENCH_DIR, 'chat-floor-worker', 'index.js'), 'utf8')
+
+/** One worker of a benchmark's own plain-workerd config: its script file in `dir`, its bindings. */
+function benchWorker(
+  dir: string,
+  name: string,
+  file: string,
+  options: Record<string, unknown>,
+): WorkerdWorker {
+  return {
+    name,
+    scriptPath: path.join(dir, file),
+    compatibilityDate: '2026-10-01',
+    compatibilityFlags: [],
+    options,
+    durableObjectClasses: new Map(),
+  }
+}
 
 /** The stricter baseline: answers the body itself, no upstream. */
 function bareWorkerSource(): string {
@@ -203,14 +220,7 @@ async function main(): Promise<void> {
       entry: 'passthrough',
       dataDir: passthroughDir,
       workers: [
-        {
-          name: 'passthrough',
-          scriptPath: path.join(passthroughDir, 'index.js'),
-          compatibilityDate: '2026-10-01',
-          compatibilityFlags: [],
-          options: { bindings: { UPSTREAM: upstreamUrl } },
-          durableObjectClasses: new Map(),
-        },
+        benchWorker(passthroughDir, 'passthrough', 'index.js', { bindings: { UPSTREAM: upstreamUrl } }),
       ],
     })
     stops.push(() => passthroughRuntime.stop())
@@ -223,16 +233,7 @@ async function main(): Promise<void> {
       port: 0,
       entry: 'bare',
       dataDir: bareDir,
-      workers: [
-        {
-          name: 'bare',
-          scriptPath: path.join(bareDir, 'index.js'),
-          compatibilityDate: '2026-10-01',
-          compatibilityFlags: [],
-          options: { bindings: { BODY: body } },
-          durableObjectClasses: new Map(),
-        },
-      ],
+      workers: [benchWorker(bareDir, 'bare', 'index.js', { bindings: { BODY: body } })],
     })
     stops.push(() => bareWorkerdRuntime.stop())
 
@@ -249,22 +250,8 @@ async function main(): Promise<void> {
       entry: 'front',
       dataDir: floorDir,
       workers: [
-        {
-          name: 'front',
-          scriptPath: path.join(floorDir, 'front.js'),
-          compatibilityDate: '2026-10-01',
-          compatibilityFlags: [],
-          options: { serviceBindings: { BACK: 'bare' } },
-          durableObjectClasses: new Map(),
-        },
-        {
-          name: 'bare',
-          scriptPath: path.join(floorDir, 'index.js'),
-          compatibilityDate: '2026-10-01',
-          compatibilityFlags: [],
-          options: { bindings: { BODY: body } },
-          durableObjectClasses: new Map(),
-        },
+        benchWorker(floorDir, 'front', 'front.js', { serviceBindings: { BACK: 'bare' } }),
+        benchWorker(floorDir, 'bare', 'index.js', { bindings: { BODY: body } }),
       ],
     })
     stops.push(() => floorRuntime.stop())
