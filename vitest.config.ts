@@ -2,6 +2,20 @@ import path from 'node:path'
 import { cloudflareTest } from '@cloudflare/vitest-plugin'
 import { defineConfig } from 'vitest/config'
 import { bundleWorker } from './scripts/workers.ts'
+import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
+
+/** A fresh private JWK in the JWT_SIGNING_KEYS format, for the Durable Object test projects. */
+async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise<JsonWebKey | object> {
+  const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
+  if (alg === 'EdDSA') {
+    const pair = (await crypto.subtle.generateKey('Ed25519', true, ['sign', 'verify'])) as CryptoKeyPair
+    const { kty, crv, x, d } = await crypto.subtle.exportKey('jwk', pair.privateKey)
+    return { kty, crv, x, d, alg }
+  }
+  const seed = crypto.getRandomValues(new Uint8Array(32))
+  const { publicKey } = (alg === 'ML-DSA-44' ? ml_dsa44 : ml_dsa65).keygen(seed)
+  return { kty: 'AKP', alg, pub: b64url(publicKey), priv: b64url(seed) }
+}
 
 /**
  * Three kinds of tests:
@@ -17,6 +31,13 @@ export default defineConfig(async () => {
   // so its Durable Object tests run with the real chat worker beside it.
   const chatBundle = path.resolve('.data/vitest-aux/svc-chat/index.js')
   await bundleWorker(path.resolve('functions/chat/src/index.ts'), chatBundle)
+  // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
+  const authBundle = path.resolve('.data/vitest-aux/svc-auth/index.js')
+  await bundleWorker(path.resolve('functions/auth/src/index.ts'), authBundle)
+  const keys = async (algs: readonly ('EdDSA' | 'ML-DSA-44' | 'ML-DSA-65')[]) =>
+    JSON.stringify(await Promise.all(algs.map(testPrivateJwk)))
+  const logSigningKeys = await keys(['EdDSA', 'ML-DSA-44'])
+  const tokenSigningKeys = await keys(['ML-DSA-65', 'EdDSA'])
 
   return {
     test: {
@@ -70,6 +91,31 @@ export default defineConfig(async () => {
           test: {
             name: 'do-code',
             include: ['durable-objects/agent-run*.do.test.ts', 'functions/code/**/*.do.test.ts'],
+            passWithNoTests: true,
+          },
+        },
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: 'functions/platform/wrangler.toml' },
+              miniflare: {
+                bindings: { LOG_SIGNING_KEYS: logSigningKeys },
+                workers: [
+                  {
+                    name: 'svc-auth',
+                    modules: true,
+                    scriptPath: authBundle,
+                    compatibilityDate: '2026-10-01',
+                    compatibilityFlags: ['nodejs_compat'],
+                    bindings: { JWT_SIGNING_KEYS: tokenSigningKeys },
+                  },
+                ],
+              },
+            }),
+          ],
+          test: {
+            name: 'do-platform',
+            include: ['durable-objects/audit-log/**/*.do.test.ts', 'functions/platform/**/*.do.test.ts'],
             passWithNoTests: true,
           },
         },

@@ -1,4 +1,15 @@
+import type { AuditLogEnv } from '../../../durable-objects/audit-log/audit-log.do'
+import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
 import type { DatabaseEnv } from '../../../shared/db/client'
+import type AuthWorker from '../../auth/src/index'
 
-/** Bindings of the platform worker (functions/platform/wrangler.toml). Secret: DATABASE_URL. */
-export type PlatformEnv = DatabaseEnv
+/**
+ * Bindings of the platform worker (functions/platform/wrangler.toml). Secrets: DATABASE_URL,
+ * LOG_SIGNING_KEYS. The AuditLog object's own settings (AUDIT_LOG_ORIGIN, AUDIT_CHECKPOINT_INTERVAL_MS,
+ * AUDIT_SELF_TEST_INTERVAL_MS) are read by the object (durable-objects/audit-log/audit-log.do.ts).
+ */
+export interface PlatformEnv extends DatabaseEnv, AuditLogEnv {
+  AUDIT_LOG: AuditLogNamespace
+  /** The auth family: `sign(data, alg)` signs attestations with the token keys. */
+  AUTH: Service<AuthWorker>
+}
