@@ -1,8 +1,8 @@
 import path from 'node:path'
 import { cloudflareTest } from '@cloudflare/vitest-plugin'
+import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 import { defineConfig } from 'vitest/config'
 import { bundleWorker } from './scripts/workers.ts'
-import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 
 /** A fresh private JWK in the JWT_SIGNING_KEYS format, for the Durable Object test projects. */
 async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise<JsonWebKey | object> {

@@ -1,10 +1,15 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import * as independent from '../../test/support/independent-merkle'
-import type { AuditEvent } from '../../shared/audit/audit-events'
 import { type AuditLogNamespace, appendAuditEvent, auditLogOf } from '../../shared/audit/audit-client'
-import { compareCheckpoints, fromBase64, parseCheckpointNote, verifyCheckpointNote } from '../../shared/audit/checkpoint'
+import type { AuditEvent } from '../../shared/audit/audit-events'
+import {
+  compareCheckpoints,
+  fromBase64,
+  parseCheckpointNote,
+  verifyCheckpointNote,
+} from '../../shared/audit/checkpoint'
 import { verifyConsistency } from '../../shared/audit/merkle'
+import * as independent from '../../test/support/independent-merkle'
 import type { AuditLog } from './audit-log.do'
 import { logKeyRing } from './log-keys'
 
@@ -39,7 +44,13 @@ async function verifiedProofs(log: DurableObjectStub<AuditLog>, tenantId: string
   for (const p of answer.proofs) {
     const leaf = await independent.leafHashOf(new TextEncoder().encode(p.entry))
     results.push(
-      await independent.verifyInclusionRfc(BigInt(p.index), BigInt(head!.size), leaf, p.proof, head!.rootHash),
+      await independent.verifyInclusionRfc(
+        BigInt(p.index),
+        BigInt(head!.size),
+        leaf,
+        p.proof,
+        head!.rootHash,
+      ),
     )
   }
   return { results, answer, head: head! }
@@ -51,16 +62,27 @@ describe('AuditLog', () => {
     const receipts = await Promise.all(
       Array.from({ length: 32 }, (_, i) => appendAuditEvent(AUDIT_LOG, tenantId, decision(i))),
     )
-    expect(receipts.map((r) => r.index).sort((a, b) => a - b)).toEqual(Array.from({ length: 32 }, (_, i) => i))
+    expect(receipts.map((r) => r.index).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 32 }, (_, i) => i),
+    )
     const log = auditLogOf(AUDIT_LOG, tenantId)
-    const { results, head, answer } = await verifiedProofs(log, tenantId, receipts.map((r) => r.index))
+    const { results, head, answer } = await verifiedProofs(
+      log,
+      tenantId,
+      receipts.map((r) => r.index),
+    )
     expect(head.size).toBe(32)
     expect(head.origin).toBe(`svc.localhost/audit-log/tenant/${tenantId}`)
     expect(results.every(Boolean)).toBe(true)
     // Each receipt's leaf hash is the hash of the entry as served, which names its index.
     for (const p of answer.proofs) {
       const entry = JSON.parse(p.entry)
-      expect(entry).toMatchObject({ v: 1, index: p.index, log: head.origin, event: { kind: 'crypto_policy.decision' } })
+      expect(entry).toMatchObject({
+        v: 1,
+        index: p.index,
+        log: head.origin,
+        event: { kind: 'crypto_policy.decision' },
+      })
       expect(p.leafHash).toEqual(receipts.find((r) => r.index === p.index)!.leafHash)
     }
   })
@@ -74,7 +96,11 @@ describe('AuditLog', () => {
     const indexes = answers.map((a) => (a.ok ? a.receipt.index : -1))
     expect(indexes).toEqual([0, 1, 2, 1])
     const entries = await log.entries({ tenantId, start: 0, end: 10 })
-    expect(entries.ok && entries.entries.map((e) => JSON.parse(e.entry).event.request_id)).toEqual(['req_0', 'req_1', 'req_2'])
+    expect(entries.ok && entries.entries.map((e) => JSON.parse(e.entry).event.request_id)).toEqual([
+      'req_0',
+      'req_1',
+      'req_2',
+    ])
   })
 
   it('refuses an invalid event and a log of another tenant', async () => {
@@ -103,7 +129,9 @@ describe('AuditLog', () => {
     expect(b?.size).toBe(13)
     const consistency = await log.consistency({ tenantId, first: 5 })
     if (!consistency.ok) throw new Error(consistency.message)
-    expect(await independent.verifyConsistencyRfc(5n, 13n, a!.rootHash, b!.rootHash, consistency.proof)).toBe(true)
+    expect(await independent.verifyConsistencyRfc(5n, 13n, a!.rootHash, b!.rootHash, consistency.proof)).toBe(
+      true,
+    )
     expect(compareCheckpoints(a!, b!, { proof: consistency.proof, verify: verifyConsistency })).toEqual({
       verdict: 'consistent',
     })
@@ -185,7 +213,10 @@ describe('AuditLog', () => {
     const headA = await verifyCheckpointNote(a.checkpoint.note, keys)
     const headB = await verifyCheckpointNote(b.checkpoint.note, keys)
     expect(headA && headB && headA.size === headB.size && headA.origin === headB.origin).toBe(true)
-    expect(compareCheckpoints(headA!, headB!)).toEqual({ verdict: 'fork', reason: 'two different trees of size 6' })
+    expect(compareCheckpoints(headA!, headB!)).toEqual({
+      verdict: 'fork',
+      reason: 'two different trees of size 6',
+    })
   })
 
   it('runs the crypto self-tests on the platform log alarm and keeps the report', async () => {

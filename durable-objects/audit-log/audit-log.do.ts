@@ -35,11 +35,11 @@ import {
   rangeHash,
   verifyConsistency,
 } from '../../shared/audit/merkle'
-import { canonicalJson } from '../../shared/crypto-policy/policy-store'
 import { utf8 } from '../../shared/crypto/encoding'
 import { createSelfTestSuite, type SelfTestReport } from '../../shared/crypto/self-test'
+import { canonicalJson } from '../../shared/crypto-policy/policy-store'
 import { AppError } from '../../shared/http/errors'
-import { type CheckpointRow, type LogMeta, AuditLogStore } from './audit-log.store'
+import { AuditLogStore, type CheckpointRow, type LogMeta } from './audit-log.store'
 import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin } from './log-keys'
 
 export const AuditLogEnvSchema = z.object({
@@ -196,7 +196,7 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
     if (this.store.latestCheckpoint()?.size !== this.size) {
       this.schedule('checkpoint', this.clock() + this.settings.AUDIT_CHECKPOINT_INTERVAL_MS)
     }
-    batch.forEach((item, i) => item.resolve({ ok: true, receipt: receipts[i]! }))
+    for (const [i, item] of batch.entries()) item.resolve({ ok: true, receipt: receipts[i]! })
   }
 
   private appendOne(event: AuditEvent, idempotencyKey: string | null): AuditReceipt {
@@ -246,10 +246,21 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
     if (previous && previous.size > 0) {
       try {
         if (previous.size > size) throw new Error(`tree size ${size} is below the signed ${previous.size}`)
-        verifyConsistency(previous.size, size, consistencyProof(this.store, previous.size, size), previous.root, root)
+        verifyConsistency(
+          previous.size,
+          size,
+          consistencyProof(this.store, previous.size, size),
+          previous.root,
+          root,
+        )
       } catch (err) {
         console.error(
-          JSON.stringify({ level: 'error', event: 'audit_log_inconsistent', log: meta.origin, detail: String(err) }),
+          JSON.stringify({
+            level: 'error',
+            event: 'audit_log_inconsistent',
+            log: meta.origin,
+            detail: String(err),
+          }),
         )
         throw new AppError(
           500,
@@ -271,7 +282,10 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
   }
 
   /** The latest signed checkpoint; `fresh` signs one now when entries are not yet covered. */
-  async checkpoint(request: { tenantId: string | null; fresh?: boolean }): Promise<Answer<{ checkpoint: CheckpointView }>> {
+  async checkpoint(request: {
+    tenantId: string | null
+    fresh?: boolean
+  }): Promise<Answer<{ checkpoint: CheckpointView }>> {
     const meta = this.identify(request.tenantId)
     if ('ok' in meta) return meta
     try {
@@ -329,7 +343,11 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
     if ('ok' in meta) return meta
     const beyond = request.indexes.find((i) => i >= this.size)
     if (beyond !== undefined) {
-      return refuse(404, 'audit_entry_not_found', `This log has ${this.size} entries; there is no entry ${beyond}.`)
+      return refuse(
+        404,
+        'audit_entry_not_found',
+        `This log has ${this.size} entries; there is no entry ${beyond}.`,
+      )
     }
     try {
       const highest = Math.max(-1, ...request.indexes)
@@ -405,7 +423,10 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
     const meta = this.identify(request.tenantId)
     if ('ok' in meta) return meta
     const rows = this.store.entriesOfKinds(request.kinds, request.before ?? this.size, request.limit)
-    return { ok: true, entries: rows.map((r) => ({ index: r.idx, entry: r.entry, leafHash: this.store.node(0, r.idx) })) }
+    return {
+      ok: true,
+      entries: rows.map((r) => ({ index: r.idx, entry: r.entry, leafHash: this.store.node(0, r.idx) })),
+    }
   }
 
   /** The last self-test report this object ran (platform log), without running anything. */
@@ -441,7 +462,9 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
           if (this.logMeta) await this.checkpointCurrent()
           this.store.completeWork('checkpoint')
         } catch (err) {
-          console.error(JSON.stringify({ level: 'error', event: 'audit_checkpoint_failed', detail: String(err) }))
+          console.error(
+            JSON.stringify({ level: 'error', event: 'audit_checkpoint_failed', detail: String(err) }),
+          )
           this.store.completeWork('checkpoint')
           this.store.scheduleWork('checkpoint', now + RETRY_CHECKPOINT_MS)
         }

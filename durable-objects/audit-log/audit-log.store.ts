@@ -43,7 +43,7 @@ const DDL = [
   `CREATE TABLE IF NOT EXISTS due_work (kind TEXT PRIMARY KEY, due_at INTEGER NOT NULL)`,
 ]
 
-const bytes = z.instanceof(ArrayBuffer).transform((b) => new Uint8Array(b))
+const bytes = z.instanceof(ArrayBuffer).transform((b): Uint8Array => new Uint8Array(b))
 
 const EntryRowSchema = z.object({ idx: z.number().int().min(0), entry: z.string(), kind: z.string() })
 export type EntryRow = z.infer<typeof EntryRowSchema>
@@ -169,12 +169,16 @@ export class AuditLogStore implements PerfectNodes {
   }
 
   latestCheckpoint(): CheckpointRow | null {
-    const row = this.sql.exec(`SELECT size, root, timestamp, note FROM checkpoints ORDER BY size DESC LIMIT 1`).toArray()[0]
+    const row = this.sql
+      .exec(`SELECT size, root, timestamp, note FROM checkpoints ORDER BY size DESC LIMIT 1`)
+      .toArray()[0]
     return parseRow(CheckpointRowSchema, row, 'checkpoints')
   }
 
   checkpointAt(size: number): CheckpointRow | null {
-    const row = this.sql.exec(`SELECT size, root, timestamp, note FROM checkpoints WHERE size = ?`, size).toArray()[0]
+    const row = this.sql
+      .exec(`SELECT size, root, timestamp, note FROM checkpoints WHERE size = ?`, size)
+      .toArray()[0]
     return parseRow(CheckpointRowSchema, row, 'checkpoints')
   }
 
@@ -189,7 +193,11 @@ export class AuditLogStore implements PerfectNodes {
   }
 
   selfTestReport(): { report: string; ranAt: number } | null {
-    const row = parseRow(SelfTestRowSchema, this.sql.exec(`SELECT report, ran_at FROM self_tests`).toArray()[0], 'self_tests')
+    const row = parseRow(
+      SelfTestRowSchema,
+      this.sql.exec(`SELECT report, ran_at FROM self_tests`).toArray()[0],
+      'self_tests',
+    )
     return row ? { report: row.report, ranAt: row.ran_at } : null
   }
 

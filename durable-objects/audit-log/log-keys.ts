@@ -19,9 +19,9 @@ import {
   toBase64,
   verifierKey,
 } from '../../shared/audit/checkpoint'
-import { canonicalJson } from '../../shared/crypto-policy/policy-store'
 import { bytesToHex, utf8 } from '../../shared/crypto/encoding'
 import { importSigningKey, type SigningKey } from '../../shared/crypto/jwk'
+import { canonicalJson } from '../../shared/crypto-policy/policy-store'
 import { AppError } from '../../shared/http/errors'
 
 export interface LogPublicKey {
@@ -96,7 +96,11 @@ export async function logKeyRing(secret: string | undefined): Promise<LogKeyRing
 /** The verifier keys (C2SP vkeys) of one log: its origin is the key name. */
 export function logVerifierKeys(ring: LogKeyRing, origin: string): string[] {
   return ring.keys.map((k) =>
-    verifierKey(origin, k.signature_type, Uint8Array.from(atob(k.public_key), (c) => c.charCodeAt(0))),
+    verifierKey(
+      origin,
+      k.signature_type,
+      Uint8Array.from(atob(k.public_key), (c) => c.charCodeAt(0)),
+    ),
   )
 }
 

@@ -37,7 +37,10 @@ export function auditLogName(tenantId: string | null): string {
 }
 
 /** The AuditLog object of a tenant (or of the platform). */
-export function auditLogOf(namespace: AuditLogNamespace, tenantId: string | null): DurableObjectStub<AuditLog> {
+export function auditLogOf(
+  namespace: AuditLogNamespace,
+  tenantId: string | null,
+): DurableObjectStub<AuditLog> {
   return namespace.get(namespace.idFromName(auditLogName(tenantId)))
 }
 
@@ -62,16 +65,25 @@ export async function appendAuditEvent(
 ): Promise<AuditReceipt> {
   const checked = AuditEventSchema.safeParse(event)
   if (!checked.success) {
-    throw new AppError(500, 'invalid_audit_event', 'An internal error occurred while recording this action.', {
-      internalMessage: `audit event ${event.kind}: ${checked.error.message}`,
-    })
+    throw new AppError(
+      500,
+      'invalid_audit_event',
+      'An internal error occurred while recording this action.',
+      {
+        internalMessage: `audit event ${event.kind}: ${checked.error.message}`,
+      },
+    )
   }
   if (!namespace) throw unavailable('AUDIT_LOG binding missing')
   const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID()
   let lastError = ''
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     try {
-      const answer = await auditLogOf(namespace, tenantId).append({ tenantId, event: checked.data, idempotencyKey })
+      const answer = await auditLogOf(namespace, tenantId).append({
+        tenantId,
+        event: checked.data,
+        idempotencyKey,
+      })
       if (answer.ok) return answer.receipt
       if (answer.status < 500) {
         throw new AppError(500, answer.code, 'An internal error occurred while recording this action.', {
@@ -85,6 +97,8 @@ export async function appendAuditEvent(
     }
     if (attempt < ATTEMPTS) await new Promise((r) => setTimeout(r, RETRY_DELAY_MS * attempt))
   }
-  console.error(JSON.stringify({ level: 'error', event: 'audit_append_failed', kind: event.kind, detail: lastError }))
+  console.error(
+    JSON.stringify({ level: 'error', event: 'audit_append_failed', kind: event.kind, detail: lastError }),
+  )
   throw unavailable(lastError)
 }

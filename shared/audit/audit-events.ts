@@ -77,7 +77,9 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
       purpose: z.enum(['access_tokens', 'audit_checkpoints']),
       keyset_digest: digest,
       keys: z
-        .array(z.object({ kid: text(100), alg: text(32), state: z.enum(['signing', 'verify_only']) }).strict())
+        .array(
+          z.object({ kid: text(100), alg: text(32), state: z.enum(['signing', 'verify_only']) }).strict(),
+        )
         .max(32),
     })
     .strict(),

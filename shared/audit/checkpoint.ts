@@ -52,7 +52,8 @@ export function checkpointBody(head: TreeHead): string {
 
 /** signed-note key names: non-empty, no Unicode spaces, no plus. */
 export function isValidKeyName(name: string): boolean {
-  return name.length > 0 && !/[\s+\u0000-\u001f]/u.test(name)
+  // \s covers the Unicode spaces; control characters are refused by code point.
+  return name.length > 0 && !/[\s+]/u.test(name) && ![...name].some((c) => c.charCodeAt(0) < 0x20)
 }
 
 /** The raw public key of an Ed25519 (OKP) or ML-DSA-44 (AKP) JWK. */
@@ -166,7 +167,7 @@ export function parseCheckpointNote(note: string): ParsedNote | null {
   const [origin, sizeText, rootText] = lines as [string, string, string]
   if (!/^(0|[1-9][0-9]*)$/.test(sizeText)) return null
   const rootHash = fromBase64(rootText)
-  if (!rootHash || rootHash.length !== 32) return null
+  if (rootHash?.length !== 32) return null
   const signatures: ParsedNote['signatures'] = []
   for (const line of note.slice(split + 2, -1).split('\n')) {
     const m = /^\u2014 (\S+) (\S+)$/u.exec(line)
@@ -219,7 +220,10 @@ export type CheckpointComparison =
 export function compareCheckpoints(
   a: TreeHead,
   b: TreeHead,
-  consistency?: { proof: readonly Uint8Array[]; verify: (m: number, n: number, proof: readonly Uint8Array[], r1: Uint8Array, r2: Uint8Array) => void },
+  consistency?: {
+    proof: readonly Uint8Array[]
+    verify: (m: number, n: number, proof: readonly Uint8Array[], r1: Uint8Array, r2: Uint8Array) => void
+  },
 ): CheckpointComparison {
   if (a.origin !== b.origin) return { verdict: 'fork', reason: 'the checkpoints are of different logs' }
   if (a.size === b.size) {

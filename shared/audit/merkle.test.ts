@@ -55,7 +55,14 @@ function load(kind: string): Vector[] {
           b[key] = independent.fromBase64(value as string)
       }
       const proof = (raw.proof as string[] | null)?.map(independent.fromBase64) ?? null
-      return { file: path.split('/merkle/')[1]!, desc: raw.desc as string, wantErr: raw.wantErr as boolean, n, b, proof }
+      return {
+        file: path.split('/merkle/')[1]!,
+        desc: raw.desc as string,
+        wantErr: raw.wantErr as boolean,
+        n,
+        b,
+        proof,
+      }
     })
 }
 
@@ -77,22 +84,28 @@ const subtreeConsistency = load('subtreeconsistency')
 describe('transparency-dev test data', () => {
   it('is all here (518 files in four sets)', () => {
     expect(Object.keys(files)).toHaveLength(518)
-    expect(inclusion.length + consistency.length + subtreeInclusion.length + subtreeConsistency.length).toBe(518)
+    expect(inclusion.length + consistency.length + subtreeInclusion.length + subtreeConsistency.length).toBe(
+      518,
+    )
   })
 
   it.each(inclusion)('inclusion $file', async (v) => {
     const proof = v.proof ?? []
-    expect(outcome(() => verifyInclusion(v.n.leafIdx!, v.n.treeSize!, v.b.leafHash!, proof, v.b.root!))).toBe(!v.wantErr)
-    expect(await independent.verifyInclusionRfc(v.n.leafIdx!, v.n.treeSize!, v.b.leafHash!, proof, v.b.root!)).toBe(
+    expect(outcome(() => verifyInclusion(v.n.leafIdx!, v.n.treeSize!, v.b.leafHash!, proof, v.b.root!))).toBe(
       !v.wantErr,
     )
+    expect(
+      await independent.verifyInclusionRfc(v.n.leafIdx!, v.n.treeSize!, v.b.leafHash!, proof, v.b.root!),
+    ).toBe(!v.wantErr)
   })
 
   it.each(consistency)('consistency $file', async (v) => {
     const proof = v.proof ?? []
     const { size1, size2 } = v.n
     expect(outcome(() => verifyConsistency(size1!, size2!, proof, v.b.root1!, v.b.root2!))).toBe(!v.wantErr)
-    expect(await independent.verifyConsistencyRfc(size1!, size2!, v.b.root1!, v.b.root2!, proof)).toBe(!v.wantErr)
+    expect(await independent.verifyConsistencyRfc(size1!, size2!, v.b.root1!, v.b.root2!, proof)).toBe(
+      !v.wantErr,
+    )
   })
 
   it.each(subtreeInclusion)('subtree inclusion $file', async (v) => {
@@ -109,9 +122,9 @@ describe('transparency-dev test data', () => {
   it.each(subtreeConsistency)('subtree consistency $file', async (v) => {
     const proof = v.proof ?? []
     const { start, end, size } = v.n
-    expect(
-      outcome(() => verifySubtreeConsistency(start!, end!, size!, proof, v.b.root1!, v.b.root2!)),
-    ).toBe(!v.wantErr)
+    expect(outcome(() => verifySubtreeConsistency(start!, end!, size!, proof, v.b.root1!, v.b.root2!))).toBe(
+      !v.wantErr,
+    )
     expect(
       await independent.verifySubtreeConsistency(start!, end!, size!, v.proof, v.b.root1!, v.b.root2!),
     ).toBe(!v.wantErr)
@@ -139,7 +152,16 @@ function memoryTree(entries: readonly Uint8Array[]): PerfectNodes & { size: numb
 
 const hex = (s: string) => Uint8Array.from(s.match(/../g) ?? [], (h) => Number.parseInt(h, 16))
 // transparency-dev/merkle testonly.LeafInputs(): the tree all happy paths are taken from.
-const REFERENCE_LEAVES = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f'].map(hex)
+const REFERENCE_LEAVES = [
+  '',
+  '00',
+  '10',
+  '2021',
+  '3031',
+  '40414243',
+  '5051525354555657',
+  '606162636465666768696a6b6c6d6e6f',
+].map(hex)
 
 describe('proof generation', () => {
   const reference = memoryTree(REFERENCE_LEAVES)
@@ -159,7 +181,9 @@ describe('proof generation', () => {
     }
     for (const v of happy(subtreeConsistency)) {
       const { start, end, size } = v.n
-      expect(subtreeConsistencyProof(reference, Number(start), Number(end), Number(size)), v.file).toEqual(v.proof)
+      expect(subtreeConsistencyProof(reference, Number(start), Number(end), Number(size)), v.file).toEqual(
+        v.proof,
+      )
       expect(rangeHash(reference, Number(start), Number(end)), v.file).toEqual(v.b.root1)
       checked++
     }
@@ -174,12 +198,20 @@ describe('proof generation', () => {
       for (let index = 0; index < size; index++) {
         const proof = inclusionProof(tree, index, size)
         const leaf = await independent.leafHashOf(leaves[index]!)
-        expect(await independent.verifyInclusionRfc(BigInt(index), BigInt(size), leaf, proof, roots[size]!)).toBe(true)
+        expect(
+          await independent.verifyInclusionRfc(BigInt(index), BigInt(size), leaf, proof, roots[size]!),
+        ).toBe(true)
       }
       for (let first = 1; first <= size; first++) {
         const proof = consistencyProof(tree, first, size)
         expect(
-          await independent.verifyConsistencyRfc(BigInt(first), BigInt(size), roots[first]!, roots[size]!, proof),
+          await independent.verifyConsistencyRfc(
+            BigInt(first),
+            BigInt(size),
+            roots[first]!,
+            roots[size]!,
+            proof,
+          ),
         ).toBe(true)
         expect(outcome(() => verifyConsistency(first, size, proof, roots[first]!, roots[size]!))).toBe(true)
       }
@@ -191,6 +223,8 @@ describe('proof generation', () => {
     const b = memoryTree(['a', 'b', 'X', 'd', 'e'].map((s) => new TextEncoder().encode(s)))
     const proof = consistencyProof(a, 3, 5)
     expect(outcome(() => verifyConsistency(3, 5, proof, rangeHash(a, 0, 3), rangeHash(b, 0, 5)))).toBe(false)
-    expect(await independent.verifyConsistencyRfc(3n, 5n, rangeHash(a, 0, 3), rangeHash(b, 0, 5), proof)).toBe(false)
+    expect(
+      await independent.verifyConsistencyRfc(3n, 5n, rangeHash(a, 0, 3), rangeHash(b, 0, 5), proof),
+    ).toBe(false)
   })
 })

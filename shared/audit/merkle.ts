@@ -74,7 +74,13 @@ export function rangeHash(nodes: PerfectNodes, start: number, end: number): Uint
 }
 
 /** RFC 9162 §2.1.3.1 PATH(index, D[start:end]), hashes from the leaf's level up. */
-function inclusionPath(nodes: PerfectNodes, index: number, start: number, end: number, out: Uint8Array[]): void {
+function inclusionPath(
+  nodes: PerfectNodes,
+  index: number,
+  start: number,
+  end: number,
+  out: Uint8Array[],
+): void {
   const n = end - start
   if (n <= 1) return
   const k = splitPoint(n)
@@ -241,7 +247,7 @@ export function rootFromInclusionProof(
 ): Uint8Array {
   if (index < 0n || index >= size) throw new ProofError(`index ${index} is not below tree size ${size}`)
   checkHash(leafHash, 'the leaf hash')
-  proof.forEach((h, i) => checkHash(h, `proof hash ${i}`))
+  for (const [i, h] of proof.entries()) checkHash(h, `proof hash ${i}`)
   const { inner, border } = decomposeInclusion(index, size)
   if (proof.length !== inner + border) {
     throw new ProofError(`the proof has ${proof.length} hashes; this index and size need ${inner + border}`)
@@ -326,7 +332,7 @@ export function verifyConsistency(
   root2: Uint8Array,
 ): void {
   const [m, n] = [BigInt(size1), BigInt(size2)]
-  proof.forEach((h, i) => checkHash(h, `proof hash ${i}`))
+  for (const [i, h] of proof.entries()) checkHash(h, `proof hash ${i}`)
   if (n < m) throw new ProofError(`the second size (${n}) is smaller than the first (${m})`)
   if (m === 0n) throw new ProofError('a consistency proof from an empty tree proves nothing')
   if (m === n) {
@@ -348,7 +354,7 @@ export function verifySubtreeConsistency(
   root: Uint8Array,
 ): void {
   const [s, e, n] = [BigInt(start), BigInt(end), BigInt(size)]
-  proof.forEach((h, i) => checkHash(h, `proof hash ${i}`))
+  for (const [i, h] of proof.entries()) checkHash(h, `proof hash ${i}`)
   if (!isValidSubtree(s, e)) throw new ProofError(`[${s}, ${e}) is not a valid subtree`)
   if (e > n) throw new ProofError(`the subtree ends at ${e}, beyond the tree size ${n}`)
   if (s === e) {

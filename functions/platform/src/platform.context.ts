@@ -9,7 +9,8 @@ import type AuthWorker from '../../auth/src/index'
  * AUDIT_SELF_TEST_INTERVAL_MS) are read by the object (durable-objects/audit-log/audit-log.do.ts).
  */
 export interface PlatformEnv extends DatabaseEnv, AuditLogEnv {
-  AUDIT_LOG: AuditLogNamespace
+  /** The AuditLog objects this worker hosts (optional in the type: a missing binding answers 503). */
+  AUDIT_LOG?: AuditLogNamespace
   /** The auth family: `sign(data, alg)` signs attestations with the token keys. */
-  AUTH: Service<AuthWorker>
+  AUTH?: Service<AuthWorker>
 }
