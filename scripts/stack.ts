@@ -124,6 +124,21 @@ export async function localSigningKeys(dataDir: string): Promise<string> {
   return text
 }
 
+/**
+ * The audit logs' checkpoint keys (Ed25519 and ML-DSA-44) for `npm start`: generated on first start
+ * into `<dataDir>/log-signing-keys.json` (mode 0600) and given to the platform worker only, so the
+ * logs keep their identity across restarts. Production sets the LOG_SIGNING_KEYS secret instead.
+ */
+export async function localLogSigningKeys(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'log-signing-keys.json')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  const keys = []
+  for (const alg of ['EdDSA', 'ML-DSA-44'] as const) keys.push((await generateSigningKey(alg)).exportPrivateJwk())
+  const text = JSON.stringify(keys)
+  writeFileSync(file, `${text}\n`, { mode: 0o600 })
+  return text
+}
+
 function isNeon(url: string): boolean {
   return /\.neon\.tech(:\d+)?\//.test(url) || /\.neon\.build/.test(url)
 }
@@ -167,15 +182,21 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
     // 3. Signing keys: from JWT_SIGNING_KEYS when set, else generated once under dataDir. Only the
     //    auth worker gets the private keys; the gateway fetches the public ones over RPC.
-    const { JWT_SIGNING_KEYS: configuredKeys, ...configured } = options.bindings ?? {}
+    const {
+      JWT_SIGNING_KEYS: configuredKeys,
+      LOG_SIGNING_KEYS: configuredLogKeys,
+      ...configured
+    } = options.bindings ?? {}
     const sharedBindings = { ...configured }
     const signingKeys = configuredKeys ?? (await localSigningKeys(options.dataDir))
+    const logSigningKeys = configuredLogKeys ?? (await localLogSigningKeys(options.dataDir))
 
     // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all.
     const workers = await buildWorkers(path.join(options.dataDir, 'build'), (name) => ({
       ...dbEnv,
       ...sharedBindings,
       ...(name === 'svc-auth' ? { JWT_SIGNING_KEYS: signingKeys } : {}),
+      ...(name === 'svc-platform' ? { LOG_SIGNING_KEYS: logSigningKeys } : {}),
     }))
     const runtime = options.runtime ?? 'miniflare'
     let baseUrl: string

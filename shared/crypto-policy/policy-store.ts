@@ -46,10 +46,13 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value)
 }
 
-/** `sha256:<hex>` of the policy's canonical JSON: the subject digest the attestation names. */
+/**
+ * `sha384:<hex>` of the policy's canonical JSON (RFC 8785 JCS for these values): the subject digest
+ * the attestation names (SHA-384, as CNSA 2.0 asks of hashes).
+ */
 export async function policyDigest(policy: CryptoPolicy): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', utf8.encode(canonicalJson(policy)))
-  return `sha256:${bytesToHex(new Uint8Array(digest))}`
+  const digest = await crypto.subtle.digest('SHA-384', utf8.encode(canonicalJson(policy)))
+  return `sha384:${bytesToHex(new Uint8Array(digest))}`
 }
 
 export function policiesEqual(a: CryptoPolicy, b: CryptoPolicy): boolean {

@@ -235,6 +235,22 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/platform/v1/crypto/compliance', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/attestation', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/violations', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/crypto/decisions', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/audit-log/checkpoint', family: 'platform', access: 'credential' },
+  {
+    method: 'POST',
+    path: '/platform/v1/audit-log/checkpoint',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  { method: 'GET', path: '/platform/v1/audit-log/entries', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/audit-log/proofs/inclusion', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/audit-log/proofs/consistency', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/audit-log/keys', family: 'platform', access: 'public' },
+  // Public trust pages: HTML for people, JSON for machines (Accept: application/json).
+  { method: 'GET', path: '/trust/conformance', family: 'platform', access: 'public' },
+  { method: 'GET', path: '/trust/entropy', family: 'platform', access: 'public' },
   { method: 'GET', path: '/platform/v1/service-accounts', family: 'platform', access: 'credential' },
   {
     method: 'POST',

@@ -201,7 +201,7 @@ describe(`policy admin API (${stack.kind})`, () => {
       token_algorithms: { accepted: ['ML-DSA-44', 'ML-DSA-65', 'ML-DSA-87', 'EdDSA'] },
       attestation: { href: '/platform/v1/crypto/attestation' },
     })
-    expect((policy.attestation as { policy_digest: string }).policy_digest).toMatch(/^sha256:[0-9a-f]{64}$/)
+    expect((policy.attestation as { policy_digest: string }).policy_digest).toMatch(/^sha384:[0-9a-f]{96}$/)
   })
 
   it('sets a preset, a preset with overrides, and refuses members', async () => {

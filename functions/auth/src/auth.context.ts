@@ -1,7 +1,10 @@
+import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
 import type { DatabaseEnv } from '../../../shared/db/client'
 
 /** Bindings and configuration of the auth worker (functions/auth/wrangler.toml). See README. */
 export interface AuthEnv extends DatabaseEnv {
+  /** The audit logs (hosted by svc-platform): issued tokens, revoked sessions, key changes. */
+  AUDIT_LOG?: AuditLogNamespace
   /**
    * Secret: JSON array of private JWKs (ML-DSA `AKP` with `priv`, Ed25519 `OKP` with `d`), newest
    * first. The first key of each algorithm signs; the others only verify (keep a rotated-out key

@@ -60,6 +60,8 @@ export async function rotateRefreshToken(
   presented: string,
   ttlSeconds: number,
   now = new Date(),
+  /** Called once a reuse revoked the family, before the refusal (the caller records it). */
+  onReuseRevoked: (family: { tenantId: string; userId: string; familyId: string }) => Promise<unknown> = async () => {},
 ): Promise<RotatedRefreshToken> {
   if (!isRefreshToken(presented)) {
     throw invalidGrant(
@@ -96,6 +98,7 @@ export async function rotateRefreshToken(
     )
   if (row.usedAt) {
     await revokeFamily(db, row.familyId, 'reuse_detected')
+    await onReuseRevoked(row)
     throw reused()
   }
   if (row.expiresAt.getTime() <= now.getTime()) {
@@ -108,6 +111,7 @@ export async function rotateRefreshToken(
     .returning({ id: refreshTokens.id })
   if (spent.length === 0) {
     await revokeFamily(db, row.familyId, 'reuse_detected')
+    await onReuseRevoked(row)
     throw reused()
   }
   return {

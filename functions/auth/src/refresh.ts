@@ -2,6 +2,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, eq } from 'drizzle-orm'
 import { userSubject } from '../../../shared/auth/subjects'
+import { appendAuditEvent } from '../../../shared/audit/audit-client'
 import { members } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
@@ -34,7 +35,18 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       const body = c.req.valid('json')
       const settings = authSettings(c.env)
       const result = await withDatabase(c, async (db) => {
-        const rotated = await rotateRefreshToken(db, body.refresh_token, settings.refreshTokenTtlSeconds)
+        const requestId = c.get('request').requestId
+        const recordRevocation = (family: { tenantId: string; userId: string; familyId: string }, reason: 'reuse_detected' | 'membership_ended') =>
+          appendAuditEvent(c.env.AUDIT_LOG, family.tenantId, {
+            kind: 'refresh_token.family_revoked',
+            subject: userSubject(family.userId),
+            family_id: family.familyId,
+            reason,
+            request_id: requestId,
+          })
+        const rotated = await rotateRefreshToken(db, body.refresh_token, settings.refreshTokenTtlSeconds, new Date(), (family) =>
+          recordRevocation(family, 'reuse_detected'),
+        )
         const [membership] = await db
           .select({ role: members.role })
           .from(members)
@@ -42,6 +54,7 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           .limit(1)
         if (!membership) {
           await revokeFamily(db, rotated.familyId, 'membership_ended')
+          await recordRevocation(rotated, 'membership_ended')
           throw new AppError(
             401,
             'refresh_token_revoked',

@@ -16,12 +16,51 @@ import {
   JWS_ALGORITHM_REGISTRY_IDS,
   policyViolationError,
 } from '../../../shared/crypto-policy'
-import { loadTenantPolicy, recordViolationsLater } from '../../../shared/crypto-policy/policy-store'
+import { appendAuditEvent } from '../../../shared/audit/audit-client'
+import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
+import {
+  canonicalJson,
+  loadTenantPolicy,
+  recordViolationsLater,
+  type ViolationRecord,
+} from '../../../shared/crypto-policy/policy-store'
+import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'
 import type { Drizzle } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
 import type { Audience } from '../../../shared/worker/request-context'
 import { type AuthEnv, authSettings } from './auth.context'
-import { keyRingFor } from './signing-keys'
+import { type KeyRing, keyRingFor } from './signing-keys'
+
+/** The grant each token endpoint serves, as the audit log names it. */
+const GRANTS: Record<string, 'password' | 'refresh_token' | 'client_credentials'> = {
+  '/auth/login': 'password',
+  '/auth/token/refresh': 'refresh_token',
+  '/auth/service-token': 'client_credentials',
+}
+
+/** Key sets already on the platform log, by digest (per isolate; the log itself appends each once). */
+const recordedKeySets = new Set<string>()
+
+/**
+ * A rotation of the token keys (JWT_SIGNING_KEYS) on the platform's audit log: each distinct key set
+ * is appended once (its digest is the idempotency key), the first time an isolate signs with it.
+ */
+async function recordSigningKeys(env: AuthEnv, ring: KeyRing): Promise<void> {
+  const keys = ring.jwks.keys.map((k) => ({
+    kid: k.kid ?? '',
+    alg: k.alg,
+    state: ring.signers.get(k.alg)?.kid === k.kid ? ('signing' as const) : ('verify_only' as const),
+  }))
+  const digest = `sha256:${bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', utf8.encode(canonicalJson(keys)))))}`
+  if (recordedKeySets.has(digest)) return
+  await appendAuditEvent(
+    env.AUDIT_LOG,
+    null,
+    { kind: 'signing_keys.changed', purpose: 'access_tokens', keyset_digest: digest, keys },
+    { idempotencyKey: `signing-keys:access_tokens:${digest}` },
+  )
+  recordedKeySets.add(digest)
+}
 
 export interface IssueRequest {
   tenantId: string
@@ -75,8 +114,9 @@ export async function issueAccessToken(
   }
   const check = checkAlgorithm(policy, JWS_ALGORITHM_REGISTRY_IDS[alg], 'token_signature')
   if (!check.allowed) {
-    // Recorded either way: passed in audit mode, blocked (and refused below) in enforce mode.
-    recordViolationsLater(env, ctx, [
+    // Recorded either way, on the audit log before anything is answered: passed in audit mode,
+    // blocked (and refused below) in enforce mode.
+    const records: ViolationRecord[] = [
       {
         tenantId: request.tenantId,
         check,
@@ -85,7 +125,9 @@ export async function issueAccessToken(
         method: request.method,
         path: request.path,
       },
-    ])
+    ]
+    await appendPolicyDecisions(env.AUDIT_LOG, records)
+    recordViolationsLater(env, ctx, records)
   }
   if (check.enforced) throw policyViolationError(check, `A token signed with ${alg}`)
 
@@ -97,8 +139,21 @@ export async function issueAccessToken(
     ttlSeconds: settings.accessTokenTtlSeconds,
     tenantId: request.tenantId,
   })
+  const accessToken = await signAccessToken(claims, key)
+  await recordSigningKeys(env, ring)
+  await appendAuditEvent(env.AUDIT_LOG, request.tenantId, {
+    kind: 'token.issued',
+    subject: request.sub,
+    audience: request.aud,
+    alg,
+    kid: key.kid,
+    token_id: claims.jti,
+    grant: GRANTS[request.path] ?? 'password',
+    expires_at: new Date(claims.exp * 1000).toISOString(),
+    request_id: request.requestId,
+  })
   return {
-    access_token: await signAccessToken(claims, key),
+    access_token: accessToken,
     token_type: 'Bearer',
     expires_in: settings.accessTokenTtlSeconds,
     alg,

@@ -5,8 +5,11 @@
  *   e.g. `x-svc-crypto-algorithms: x25519+kyber-768, aes-256-gcm` for a client that says its
  *   transport and payload encryption use those.
  * A violation in `enforce` mode is refused with 403 `crypto_policy_violation` naming the algorithm
- * and the rules it broke; in `audit` mode the request goes on. Either way the violation is written
- * to `crypto_policy_violations` after the response (waitUntil), never on the request path.
+ * and the rules it broke; in `audit` mode the request goes on. Either way the decision is appended
+ * to the tenant's audit log first (shared/audit/policy-decisions.ts) and the request goes on, or the
+ * 403 leaves, only once it is durable there: a violation is never let through or refused unlogged
+ * (audit log unreachable: 503 audit_log_unavailable, nothing done). The Postgres copy behind the
+ * violations listing is written after the response (waitUntil).
  */
 
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
@@ -17,7 +20,8 @@ import {
   parseDeclaredAlgorithms,
   policyViolationError,
 } from '../../../shared/crypto-policy'
-import { recordViolationsLater } from '../../../shared/crypto-policy/policy-store'
+import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
+import { recordViolationsLater, type ViolationRecord } from '../../../shared/crypto-policy/policy-store'
 import { AppError } from '../../../shared/http/errors'
 import { type Identity, principalId } from '../../../shared/worker/request-context'
 import type { GatewayEnv } from './gateway.context'
@@ -70,18 +74,16 @@ export async function enforceCryptoPolicy(
   if (violations.length === 0) return
 
   const principal = principalId(identity)
-  recordViolationsLater(
-    env,
-    ctx,
-    violations.map(({ check }) => ({
-      tenantId: identity.tenantId,
-      check,
-      principal,
-      requestId: input.requestId,
-      method: request.method,
-      path: input.path,
-    })),
-  )
+  const records: ViolationRecord[] = violations.map(({ check }) => ({
+    tenantId: identity.tenantId,
+    check,
+    principal,
+    requestId: input.requestId,
+    method: request.method,
+    path: input.path,
+  }))
+  await appendPolicyDecisions(env.AUDIT_LOG, records)
+  recordViolationsLater(env, ctx, records)
   const blocked = violations.find(({ check }) => check.enforced)
   if (blocked) throw policyViolationError(blocked.check, blocked.where)
 }

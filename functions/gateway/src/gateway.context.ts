@@ -1,3 +1,4 @@
+import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
 import type { DatabaseEnv } from '../../../shared/db/client'
 import type { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
 import type AuthWorker from '../../auth/src/index'
@@ -16,6 +17,8 @@ export interface GatewayEnv extends DatabaseEnv {
   AUTH: Service<AuthWorker>
   TELEMETRY: FamilyBinding
   PLATFORM: FamilyBinding
+  /** The tenants' audit logs (hosted by svc-platform): enforcement decisions are appended first. */
+  AUDIT_LOG?: AuditLogNamespace
   /** How long a verified API key (or token principal) stays cached in an isolate (seconds, default 30). */
   API_KEY_CACHE_TTL_SECONDS?: string
   /** How long a tenant's crypto policy stays cached in an isolate (seconds, default 30). */

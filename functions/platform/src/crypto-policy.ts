@@ -4,6 +4,7 @@
  * algorithm against it, and list the violations the gateway and the auth worker recorded.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
+import type { Context } from 'hono'
 import { and, desc, eq, lt } from 'drizzle-orm'
 import {
   acceptedTokenAlgorithms,
@@ -23,7 +24,7 @@ import {
 import { cryptoPolicyViolations } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
-import { actorOf, requireAdmin, withDatabase } from './database'
+import { actorOf, recordAuditEvent, requireAdmin, withDatabase } from './database'
 import type { PlatformEnv } from './platform.context'
 import {
   errorResponse,
@@ -71,6 +72,20 @@ async function renderPolicy(view: TenantPolicy) {
       policy_digest: await policyDigest(view.policy),
     },
   }
+}
+
+/** The change on the tenant's audit log, durable before the new policy is acknowledged. */
+async function recordPolicyChange(c: Context<FamilyEnv<PlatformEnv>>, previous: TenantPolicy, saved: TenantPolicy) {
+  await recordAuditEvent(c, {
+    kind: 'crypto_policy.changed',
+    actor: saved.updatedBy ?? actorOf(identityOf(c)),
+    request_id: c.get('request').requestId,
+    preset: saved.preset,
+    mode: saved.policy.mode,
+    enabled: saved.policy.enabled,
+    policy_digest: await policyDigest(saved.policy),
+    previous_policy_digest: previous.source === 'stored' ? await policyDigest(previous.policy) : null,
+  })
 }
 
 /** The given fields over a base policy (only the spec's fields; `undefined` leaves a field as it is). */
@@ -142,9 +157,17 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
         candidate = { ...fields }
       }
       const policy = validatePolicy(candidate)
-      const view = await withDatabase(c, (db) =>
-        saveTenantPolicy(db, { tenantId: identity.tenantId, policy, preset, updatedBy: actorOf(identity) }),
-      )
+      const view = await withDatabase(c, async (db) => {
+        const previous = await loadTenantPolicy(db, identity.tenantId)
+        const saved = await saveTenantPolicy(db, {
+          tenantId: identity.tenantId,
+          policy,
+          preset,
+          updatedBy: actorOf(identity),
+        })
+        await recordPolicyChange(c, previous, saved)
+        return saved
+      })
       return c.json(await renderPolicy(view), 200)
     },
   )
@@ -165,12 +188,14 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
       const view = await withDatabase(c, async (db) => {
         const current = await loadTenantPolicy(db, identity.tenantId)
         const policy = validatePolicy(overlay(current.policy, fields))
-        return saveTenantPolicy(db, {
+        const saved = await saveTenantPolicy(db, {
           tenantId: identity.tenantId,
           policy,
           preset: current.preset,
           updatedBy: actorOf(identity),
         })
+        await recordPolicyChange(c, current, saved)
+        return saved
       })
       return c.json(await renderPolicy(view), 200)
     },

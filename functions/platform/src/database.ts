@@ -1,4 +1,5 @@
 import type { Context } from 'hono'
+import { type AuditEvent, appendAuditEvent } from '../../../shared/audit/audit-client'
 import type { Drizzle } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
@@ -32,4 +33,14 @@ export function actorOf(identity: Identity): string {
   return identity.principal.kind === 'api_key'
     ? `key:${identity.principal.keyId}`
     : identity.principal.subject
+}
+
+/**
+ * Appends an event to the caller's tenant log and waits until it is durable: handlers call it after
+ * their change and before they answer, so no change is acknowledged unlogged (log unreachable: 503).
+ */
+export function recordAuditEvent(c: Context<FamilyEnv<PlatformEnv>>, event: AuditEvent) {
+  const identity = c.get('request').identity
+  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
+  return appendAuditEvent(c.env.AUDIT_LOG, identity.tenantId, event)
 }

@@ -2,6 +2,7 @@ import { DirectRoutes } from '../../../shared/worker/direct-routes'
 import { createFamilyApp } from '../../../shared/worker/family-app'
 import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
 import { algorithmRoutes } from './algorithms'
+import { auditLogRoutes } from './audit-log'
 import { cryptoPolicyRoutes } from './crypto-policy'
 import type { PlatformEnv } from './platform.context'
 import { serviceAccountRoutes } from './service-accounts'
@@ -12,6 +13,7 @@ export const platformDirectRoutes = new DirectRoutes()
 cryptoPolicyRoutes(platformApp)
 algorithmRoutes(platformApp, platformDirectRoutes)
 serviceAccountRoutes(platformApp)
+auditLogRoutes(platformApp)
 // CBOM, compliance and attestation documents are not part of this release.
 answerUnreleasedRoutes(platformApp, 'platform', [
   'GET /platform/v1/crypto/policy',
@@ -20,6 +22,13 @@ answerUnreleasedRoutes(platformApp, 'platform', [
   'GET /platform/v1/crypto/policy/check',
   'GET /platform/v1/crypto/algorithms',
   'GET /platform/v1/crypto/violations',
+  'GET /platform/v1/crypto/decisions',
+  'GET /platform/v1/audit-log/checkpoint',
+  'POST /platform/v1/audit-log/checkpoint',
+  'GET /platform/v1/audit-log/entries',
+  'GET /platform/v1/audit-log/proofs/inclusion',
+  'GET /platform/v1/audit-log/proofs/consistency',
+  'GET /platform/v1/audit-log/keys',
   'GET /platform/v1/service-accounts',
   'POST /platform/v1/service-accounts',
   'POST /platform/v1/service-accounts/:serviceAccountId/rotate',

@@ -84,7 +84,8 @@ export const PolicyViewSchema = z
     attestation: z.object({
       href: z.string(),
       policy_digest: z.string().openapi({
-        description: 'sha256 over the canonical JSON (sorted keys) of `policy`: the attestation subject',
+        description:
+          'sha384 over the canonical JSON (RFC 8785 JCS) of `policy`: the policy subject of the attestation',
       }),
     }),
   })

@@ -11,7 +11,7 @@ import {
   rotateServiceAccountSecret,
 } from '../../../shared/auth/service-accounts'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { actorOf, requireAdmin, withDatabase } from './database'
+import { actorOf, recordAuditEvent, requireAdmin, withDatabase } from './database'
 import type { PlatformEnv } from './platform.context'
 import {
   errorResponse,
@@ -79,6 +79,15 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
           createdBy: actorOf(identity),
         }),
       )
+      await recordAuditEvent(c, {
+        kind: 'service_account.changed',
+        action: 'created',
+        service_account_id: account.id,
+        name: account.name,
+        audiences: account.audiences,
+        actor: actorOf(identity),
+        request_id: c.get('request').requestId,
+      })
       return c.json({ ...account, secret }, 201, { 'cache-control': 'no-store' })
     },
   )
@@ -107,6 +116,13 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
       const { account, secret } = await withDatabase(c, (db) =>
         rotateServiceAccountSecret(db, identity.tenantId, serviceAccountId),
       )
+      await recordAuditEvent(c, {
+        kind: 'service_account.changed',
+        action: 'rotated',
+        service_account_id: account.id,
+        actor: actorOf(identity),
+        request_id: c.get('request').requestId,
+      })
       return c.json({ ...account, secret }, 200, { 'cache-control': 'no-store' })
     },
   )
@@ -132,6 +148,13 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
       const account = await withDatabase(c, (db) =>
         revokeServiceAccount(db, identity.tenantId, serviceAccountId),
       )
+      await recordAuditEvent(c, {
+        kind: 'service_account.changed',
+        action: 'revoked',
+        service_account_id: account.id,
+        actor: actorOf(identity),
+        request_id: c.get('request').requestId,
+      })
       return c.json(account, 200)
     },
   )
