@@ -16,6 +16,7 @@ import { convertV4MiniflareOptions, type LegacyWorkerOptions, Log, LogLevel, Min
 import { type Unstable_Config, unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
 import { generateSigningKey } from '../shared/crypto/jwk.ts'
 import type { JwsAlgorithm } from '../shared/crypto/jws-algorithms.ts'
+import { writeCryptoLibraries } from './crypto-libraries.ts'
 import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
 import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
@@ -133,7 +134,8 @@ export async function localLogSigningKeys(dataDir: string): Promise<string> {
   const file = path.join(dataDir, 'log-signing-keys.json')
   if (existsSync(file)) return readFileSync(file, 'utf8').trim()
   const keys = []
-  for (const alg of ['EdDSA', 'ML-DSA-44'] as const) keys.push((await generateSigningKey(alg)).exportPrivateJwk())
+  for (const alg of ['EdDSA', 'ML-DSA-44'] as const)
+    keys.push((await generateSigningKey(alg)).exportPrivateJwk())
   const text = JSON.stringify(keys)
   writeFileSync(file, `${text}\n`, { mode: 0o600 })
   return text
@@ -191,7 +193,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const signingKeys = configuredKeys ?? (await localSigningKeys(options.dataDir))
     const logSigningKeys = configuredLogKeys ?? (await localLogSigningKeys(options.dataDir))
 
-    // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all.
+    // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all. The
+    //    CBOM's library facts are refreshed from package-lock.json first (built into the platform worker).
+    writeCryptoLibraries()
     const workers = await buildWorkers(path.join(options.dataDir, 'build'), (name) => ({
       ...dbEnv,
       ...sharedBindings,

@@ -245,8 +245,18 @@ export const ROUTES: readonly RouteSpec[] = [
     body: json(BODY_LIMITS.small),
   },
   { method: 'GET', path: '/platform/v1/audit-log/entries', family: 'platform', access: 'credential' },
-  { method: 'GET', path: '/platform/v1/audit-log/proofs/inclusion', family: 'platform', access: 'credential' },
-  { method: 'GET', path: '/platform/v1/audit-log/proofs/consistency', family: 'platform', access: 'credential' },
+  {
+    method: 'GET',
+    path: '/platform/v1/audit-log/proofs/inclusion',
+    family: 'platform',
+    access: 'credential',
+  },
+  {
+    method: 'GET',
+    path: '/platform/v1/audit-log/proofs/consistency',
+    family: 'platform',
+    access: 'credential',
+  },
   { method: 'GET', path: '/platform/v1/audit-log/keys', family: 'platform', access: 'public' },
   // Public trust pages: HTML for people, JSON for machines (Accept: application/json).
   { method: 'GET', path: '/trust/conformance', family: 'platform', access: 'public' },

@@ -61,7 +61,11 @@ export async function rotateRefreshToken(
   ttlSeconds: number,
   now = new Date(),
   /** Called once a reuse revoked the family, before the refusal (the caller records it). */
-  onReuseRevoked: (family: { tenantId: string; userId: string; familyId: string }) => Promise<unknown> = async () => {},
+  onReuseRevoked: (family: {
+    tenantId: string
+    userId: string
+    familyId: string
+  }) => Promise<unknown> = async () => {},
 ): Promise<RotatedRefreshToken> {
   if (!isRefreshToken(presented)) {
     throw invalidGrant(

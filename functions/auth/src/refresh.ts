@@ -1,8 +1,8 @@
 /** POST /auth/token/refresh: spend a refresh token for a new access token and a new refresh token. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, eq } from 'drizzle-orm'
-import { userSubject } from '../../../shared/auth/subjects'
 import { appendAuditEvent } from '../../../shared/audit/audit-client'
+import { userSubject } from '../../../shared/auth/subjects'
 import { members } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
@@ -36,7 +36,10 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       const settings = authSettings(c.env)
       const result = await withDatabase(c, async (db) => {
         const requestId = c.get('request').requestId
-        const recordRevocation = (family: { tenantId: string; userId: string; familyId: string }, reason: 'reuse_detected' | 'membership_ended') =>
+        const recordRevocation = (
+          family: { tenantId: string; userId: string; familyId: string },
+          reason: 'reuse_detected' | 'membership_ended',
+        ) =>
           appendAuditEvent(c.env.AUDIT_LOG, family.tenantId, {
             kind: 'refresh_token.family_revoked',
             subject: userSubject(family.userId),
@@ -44,8 +47,12 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
             reason,
             request_id: requestId,
           })
-        const rotated = await rotateRefreshToken(db, body.refresh_token, settings.refreshTokenTtlSeconds, new Date(), (family) =>
-          recordRevocation(family, 'reuse_detected'),
+        const rotated = await rotateRefreshToken(
+          db,
+          body.refresh_token,
+          settings.refreshTokenTtlSeconds,
+          new Date(),
+          (family) => recordRevocation(family, 'reuse_detected'),
         )
         const [membership] = await db
           .select({ role: members.role })

@@ -8,7 +8,11 @@
  * Default and Strict tenants get ML-DSA-65, Maximum and Government tenants ML-DSA-87; EdDSA is
  * issued only when asked for and the policy allows classical signatures.
  */
+
+import { appendAuditEvent } from '../../../shared/audit/audit-client'
+import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
 import { buildAccessTokenClaims, signAccessToken } from '../../../shared/crypto'
+import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import {
   checkAlgorithm,
@@ -16,15 +20,12 @@ import {
   JWS_ALGORITHM_REGISTRY_IDS,
   policyViolationError,
 } from '../../../shared/crypto-policy'
-import { appendAuditEvent } from '../../../shared/audit/audit-client'
-import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
 import {
   canonicalJson,
   loadTenantPolicy,
   recordViolationsLater,
   type ViolationRecord,
 } from '../../../shared/crypto-policy/policy-store'
-import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'
 import type { Drizzle } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
 import type { Audience } from '../../../shared/worker/request-context'

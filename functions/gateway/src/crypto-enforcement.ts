@@ -12,6 +12,7 @@
  * violations listing is written after the response (waitUntil).
  */
 
+import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import {
   type AlgorithmCheck,
@@ -20,7 +21,6 @@ import {
   parseDeclaredAlgorithms,
   policyViolationError,
 } from '../../../shared/crypto-policy'
-import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
 import { recordViolationsLater, type ViolationRecord } from '../../../shared/crypto-policy/policy-store'
 import { AppError } from '../../../shared/http/errors'
 import { type Identity, principalId } from '../../../shared/worker/request-context'

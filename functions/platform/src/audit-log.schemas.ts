@@ -14,7 +14,9 @@ export const CheckpointSchema = z
   .object({
     object: z.literal('audit_log_checkpoint'),
     log: z.enum(['tenant', 'platform']),
-    origin: z.string().openapi({ description: 'The origin line: the log identity and the signatures\' key name' }),
+    origin: z
+      .string()
+      .openapi({ description: "The origin line: the log identity and the signatures' key name" }),
     tree_size: z.number().int(),
     root_hash: base64Hash,
     timestamp: z.number().int().openapi({ description: 'POSIX seconds of the ML-DSA-44 cosignature' }),
@@ -58,12 +60,9 @@ export const EntryListSchema = z
 
 export const InclusionQuerySchema = LogQuerySchema.extend({
   index: z.coerce.number().int().min(0),
-  tree_size: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .openapi({ description: 'Size of a checkpoint you hold; default the latest (signed now if none covers the entry)' }),
+  tree_size: z.coerce.number().int().min(1).optional().openapi({
+    description: 'Size of a checkpoint you hold; default the latest (signed now if none covers the entry)',
+  }),
 })
 
 export const InclusionProofSchema = z
@@ -124,7 +123,7 @@ export const DecisionQuerySchema = z.object({
     .int()
     .min(0)
     .optional()
-    .openapi({ description: 'Log index cursor: entries before it (the last page\'s smallest index)' }),
+    .openapi({ description: "Log index cursor: entries before it (the last page's smallest index)" }),
 })
 
 export const DecisionListSchema = z

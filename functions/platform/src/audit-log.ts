@@ -8,7 +8,12 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import type { AuditLog, CheckpointView, Refusal } from '../../../durable-objects/audit-log/audit-log.do'
-import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin, logVerifierKeys } from '../../../durable-objects/audit-log/log-keys'
+import {
+  DEFAULT_LOG_ORIGIN,
+  logKeyRing,
+  logOrigin,
+  logVerifierKeys,
+} from '../../../durable-objects/audit-log/log-keys'
 import { type AuditLogNamespace, auditLogOf } from '../../../shared/audit/audit-client'
 import { toBase64 } from '../../../shared/audit/checkpoint'
 import { AppError } from '../../../shared/http/errors'
@@ -52,12 +57,19 @@ export function auditLogNamespace(env: PlatformEnv): AuditLogNamespace {
 }
 
 /** Which log a request reads: its own tenant's, or the platform's. */
-function logFor(c: PlatformContext, which: 'tenant' | 'platform'): { tenantId: string | null; stub: DurableObjectStub<AuditLog> } {
+function logFor(
+  c: PlatformContext,
+  which: 'tenant' | 'platform',
+): { tenantId: string | null; stub: DurableObjectStub<AuditLog> } {
   const tenantId = which === 'tenant' ? identityOf(c).tenantId : null
   return { tenantId, stub: auditLogOf(auditLogNamespace(c.env), tenantId) }
 }
 
-export async function renderCheckpoint(env: PlatformEnv, checkpoint: CheckpointView, log: 'tenant' | 'platform') {
+export async function renderCheckpoint(
+  env: PlatformEnv,
+  checkpoint: CheckpointView,
+  log: 'tenant' | 'platform',
+) {
   const ring = await logKeyRing(env.LOG_SIGNING_KEYS)
   return {
     object: 'audit_log_checkpoint' as const,
@@ -140,7 +152,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       tags: ['Audit log'],
       summary: 'Entries by index range [start, end), at most 256',
       description:
-        'Each entry is returned exactly as hashed: leaf_hash = SHA-256(0x00 || utf8(entry)). `event` is the same entry\'s event, parsed.',
+        "Each entry is returned exactly as hashed: leaf_hash = SHA-256(0x00 || utf8(entry)). `event` is the same entry's event, parsed.",
       request: { query: EntriesQuerySchema },
       responses: {
         200: { description: 'Entries', content: { 'application/json': { schema: EntryListSchema } } },
@@ -184,7 +196,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       tags: ['Audit log'],
       summary: 'Inclusion proof of one entry against a signed checkpoint',
       description:
-        'Against the checkpoint of size tree_size, or the latest one (a checkpoint is signed on demand when none covers the entry yet). Verify: leaf_hash = SHA-256(0x00 || entry); RFC 9162 §2.1.3.2 with proof, index, tree_size and the checkpoint\'s root.',
+        "Against the checkpoint of size tree_size, or the latest one (a checkpoint is signed on demand when none covers the entry yet). Verify: leaf_hash = SHA-256(0x00 || entry); RFC 9162 §2.1.3.2 with proof, index, tree_size and the checkpoint's root.",
       request: { query: InclusionQuerySchema },
       responses: {
         200: { description: 'Proof', content: { 'application/json': { schema: InclusionProofSchema } } },
@@ -195,7 +207,9 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
     async (c) => {
       const { log, index, tree_size } = c.req.valid('query')
       const { tenantId, stub } = logFor(c, log)
-      const result = unwrap(await stub.inclusionProofs({ tenantId, indexes: [index], treeSize: tree_size ?? null }))
+      const result = unwrap(
+        await stub.inclusionProofs({ tenantId, indexes: [index], treeSize: tree_size ?? null }),
+      )
       const proof = result.proofs[0]!
       return c.json(
         {
@@ -220,7 +234,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       tags: ['Audit log'],
       summary: 'Consistency proof from an older checkpoint size to a newer checkpoint',
       description:
-        'Shows the log only appended between the two: verify with RFC 9162 §2.1.4.2, your older checkpoint\'s root and the returned checkpoint\'s root.',
+        "Shows the log only appended between the two: verify with RFC 9162 §2.1.4.2, your older checkpoint's root and the returned checkpoint's root.",
       request: { query: ConsistencyQuerySchema },
       responses: {
         200: { description: 'Proof', content: { 'application/json': { schema: ConsistencyProofSchema } } },
@@ -251,7 +265,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       path: '/platform/v1/audit-log/keys',
       operationId: 'getAuditLogKeys',
       tags: ['Audit log'],
-      summary: 'The audit logs\' checkpoint verification keys (public)',
+      summary: "The audit logs' checkpoint verification keys (public)",
       description:
         'Every log signs with the same key pair under its own origin as key name, so the vkeys of a log follow from its origin and these keys. Retired keys stay listed (verify_only) for checkpoints signed before a rotation.',
       responses: {
@@ -286,7 +300,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       tags: ['Crypto policy'],
       summary: 'Crypto-policy decisions from your audit log, newest first, each with its inclusion proof',
       description:
-        'Every violation the gateway or the auth worker decided (audit mode: logged and let through; enforce mode: blocked), as recorded in the workspace\'s audit log before the request was answered, with an inclusion proof against `checkpoint`.',
+        "Every violation the gateway or the auth worker decided (audit mode: logged and let through; enforce mode: blocked), as recorded in the workspace's audit log before the request was answered, with an inclusion proof against `checkpoint`.",
       request: { query: DecisionQuerySchema },
       responses: {
         200: { description: 'Decisions', content: { 'application/json': { schema: DecisionListSchema } } },
@@ -297,17 +311,25 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       const { limit, before } = c.req.valid('query')
       const { tenantId, stub } = logFor(c, 'tenant')
       const { entries } = unwrap(
-        await stub.entriesOfKinds({ tenantId, kinds: ['crypto_policy.decision'], before: before ?? null, limit: limit + 1 }),
+        await stub.entriesOfKinds({
+          tenantId,
+          kinds: ['crypto_policy.decision'],
+          before: before ?? null,
+          limit: limit + 1,
+        }),
       )
       const page = entries.slice(0, limit)
-      if (page.length === 0) return c.json({ object: 'list' as const, checkpoint: null, data: [], has_more: false }, 200)
+      if (page.length === 0)
+        return c.json({ object: 'list' as const, checkpoint: null, data: [], has_more: false }, 200)
       const proofs = unwrap(await stub.inclusionProofs({ tenantId, indexes: page.map((e) => e.index) }))
       return c.json(
         {
           object: 'list' as const,
           checkpoint: await renderCheckpoint(c.env, proofs.checkpoint, 'tenant'),
           data: proofs.proofs.map((p) => {
-            const { event } = JSON.parse(p.entry) as { event: Record<string, unknown> & { outcome: 'logged' | 'blocked' } }
+            const { event } = JSON.parse(p.entry) as {
+              event: Record<string, unknown> & { outcome: 'logged' | 'blocked' }
+            }
             return {
               object: 'crypto_policy_decision' as const,
               index: p.index,

@@ -4,8 +4,8 @@
  * algorithm against it, and list the violations the gateway and the auth worker recorded.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
-import type { Context } from 'hono'
 import { and, desc, eq, lt } from 'drizzle-orm'
+import type { Context } from 'hono'
 import {
   acceptedTokenAlgorithms,
   type CryptoPolicy,
@@ -75,7 +75,11 @@ async function renderPolicy(view: TenantPolicy) {
 }
 
 /** The change on the tenant's audit log, durable before the new policy is acknowledged. */
-async function recordPolicyChange(c: Context<FamilyEnv<PlatformEnv>>, previous: TenantPolicy, saved: TenantPolicy) {
+async function recordPolicyChange(
+  c: Context<FamilyEnv<PlatformEnv>>,
+  previous: TenantPolicy,
+  saved: TenantPolicy,
+) {
   await recordAuditEvent(c, {
     kind: 'crypto_policy.changed',
     actor: saved.updatedBy ?? actorOf(identityOf(c)),

@@ -6,6 +6,8 @@ import { auditLogRoutes } from './audit-log'
 import { cryptoPolicyRoutes } from './crypto-policy'
 import type { PlatformEnv } from './platform.context'
 import { serviceAccountRoutes } from './service-accounts'
+import { trustDocumentRoutes } from './trust-documents'
+import { trustPageRoutes } from './trust-pages'
 
 export const platformApp = createFamilyApp<PlatformEnv>()
 export const platformDirectRoutes = new DirectRoutes()
@@ -14,7 +16,9 @@ cryptoPolicyRoutes(platformApp)
 algorithmRoutes(platformApp, platformDirectRoutes)
 serviceAccountRoutes(platformApp)
 auditLogRoutes(platformApp)
-// CBOM, compliance and attestation documents are not part of this release.
+trustDocumentRoutes(platformApp)
+trustPageRoutes(platformApp)
+// Every platform route is served above; a route added to the table before its handler answers 501.
 answerUnreleasedRoutes(platformApp, 'platform', [
   'GET /platform/v1/crypto/policy',
   'PUT /platform/v1/crypto/policy',
@@ -29,6 +33,11 @@ answerUnreleasedRoutes(platformApp, 'platform', [
   'GET /platform/v1/audit-log/proofs/inclusion',
   'GET /platform/v1/audit-log/proofs/consistency',
   'GET /platform/v1/audit-log/keys',
+  'GET /platform/v1/crypto/cbom',
+  'GET /platform/v1/crypto/compliance',
+  'GET /platform/v1/crypto/attestation',
+  'GET /trust/conformance',
+  'GET /trust/entropy',
   'GET /platform/v1/service-accounts',
   'POST /platform/v1/service-accounts',
   'POST /platform/v1/service-accounts/:serviceAccountId/rotate',
