@@ -115,7 +115,12 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-platform',
-            include: ['durable-objects/audit-log/**/*.do.test.ts', 'functions/platform/**/*.do.test.ts'],
+            include: [
+              'durable-objects/audit-log/**/*.do.test.ts',
+              'functions/platform/**/*.do.test.ts',
+              // Gateway enforcement appends to the AuditLog objects this worker hosts.
+              'functions/gateway/src/crypto-enforcement.do.test.ts',
+            ],
             passWithNoTests: true,
           },
         },

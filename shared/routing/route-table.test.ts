@@ -33,7 +33,7 @@ describe('RouteTable', () => {
     expect(table.lookup('GET', '/svc/modelsX').kind).toBe('not_found')
   })
 
-  it('routes every family, and only the spec public paths are public', () => {
+  it('routes every family, and only the spec public paths and the public trust evidence are public', () => {
     expect(new Set(ROUTES.map((r) => r.family))).toEqual(new Set(FAMILIES))
     const publicPaths = ROUTES.filter((r) => r.access === 'public').map((r) => `${r.method} ${r.path}`)
     expect(publicPaths).toEqual([
@@ -46,6 +46,10 @@ describe('RouteTable', () => {
       'POST /auth/login',
       'POST /auth/token/refresh',
       'GET /.well-known/jwks.json',
+      // The audit logs' verification keys and the spec's "public pages" (conformance, entropy).
+      'GET /platform/v1/audit-log/keys',
+      'GET /trust/conformance',
+      'GET /trust/entropy',
     ])
   })
 

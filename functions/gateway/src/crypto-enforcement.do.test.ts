@@ -1,4 +1,11 @@
+/**
+ * Enforcement at the gateway with the real AuditLog object (this file runs in the do-platform
+ * project, beside the platform worker that hosts it): every violation is on the tenant's log before
+ * the request goes on or the 403 leaves, and without the log nothing goes through.
+ */
+import { env as testEnv } from 'cloudflare:test'
 import { afterEach, describe, expect, it } from 'vitest'
+import { type AuditLogNamespace, auditLogOf } from '../../../shared/audit/audit-client'
 import { getPolicyPreset } from '../../../shared/crypto-policy'
 import type { AppError } from '../../../shared/http/errors'
 import type { Identity } from '../../../shared/worker/request-context'
@@ -6,8 +13,16 @@ import { enforceCryptoPolicy } from './crypto-enforcement'
 import type { GatewayEnv } from './gateway.context'
 import { clearTenantPolicies, rememberTenantPolicy } from './tenant-policies'
 
-const TENANT = '4ea944f0-8111-43b6-ba0d-e9b3260311bb'
-const env = {} as GatewayEnv
+let TENANT = crypto.randomUUID()
+const AUDIT_LOG = (testEnv as unknown as { AUDIT_LOG: AuditLogNamespace }).AUDIT_LOG
+let env = { AUDIT_LOG } as GatewayEnv
+
+/** The decisions on the tenant's log, oldest first. */
+async function logged(): Promise<{ outcome: string; algorithm: string; request_id: string }[]> {
+  const answer = await auditLogOf(AUDIT_LOG, TENANT).entries({ tenantId: TENANT, start: 0, end: 100 })
+  if (!answer.ok) throw new Error(answer.message)
+  return answer.entries.map((e) => JSON.parse(e.entry).event)
+}
 
 function identity(algorithm: string | null): Identity {
   return {
@@ -33,7 +48,11 @@ function run(id: Identity, headers: Record<string, string> = {}) {
   return { result, pending }
 }
 
-afterEach(() => clearTenantPolicies())
+afterEach(() => {
+  clearTenantPolicies()
+  TENANT = crypto.randomUUID()
+  env = { AUDIT_LOG } as GatewayEnv
+})
 
 describe('crypto policy enforcement at the gateway', () => {
   it('API-key requests without declared algorithms never need the policy', async () => {
@@ -59,14 +78,27 @@ describe('crypto policy enforcement at the gateway', () => {
       'nist_final',
       'classical_fallback',
     ])
-    expect(pending).toHaveLength(1) // the blocked attempt is recorded too
+    expect(pending).toHaveLength(1) // the Postgres copy, after the response
+    // The block was on the log before the 403 was thrown.
+    expect(await logged()).toMatchObject([{ outcome: 'blocked', algorithm: 'ed25519', request_id: 'req_1' }])
   })
 
-  it('audit mode: the same request passes and the violation is recorded off the request path', async () => {
+  it('audit mode: the same request passes once the violation is on the log', async () => {
     rememberTenantPolicy(TENANT, { ...getPolicyPreset('strict'), mode: 'audit' }, 60_000)
     const { result, pending } = run(identity('EdDSA'))
     await expect(result).resolves.toBeUndefined()
     expect(pending).toHaveLength(1)
+    expect(await logged()).toMatchObject([{ outcome: 'logged', algorithm: 'ed25519' }])
+  })
+
+  it('without the audit log nothing passes and nothing is blocked unlogged: 503, in both modes', async () => {
+    env = {} as GatewayEnv
+    for (const mode of ['audit', 'enforce'] as const) {
+      rememberTenantPolicy(TENANT, { ...getPolicyPreset('strict'), mode }, 60_000)
+      const error = (await run(identity('EdDSA')).result.catch((e: unknown) => e)) as AppError
+      expect(error).toMatchObject({ status: 503, code: 'audit_log_unavailable' })
+      clearTenantPolicies()
+    }
   })
 
   it('checks algorithms declared in x-svc-crypto-algorithms', async () => {
@@ -82,6 +114,7 @@ describe('crypto policy enforcement at the gateway', () => {
       param: 'x-svc-crypto-algorithms',
     })
     expect(error.message).toMatch(/kyber-1024.*hybrid_mode/)
+    expect((await logged()).map((d) => d.algorithm)).toEqual(['kyber-1024'])
   })
 
   it('an unknown declared algorithm is a 400 naming the header', async () => {
