@@ -423,7 +423,13 @@ describe('CBOM, compliance and attestation', () => {
       digest: { sha384: createHash('sha384').update(cbom.text).digest('hex') },
     })
     expect(statement.predicate).toMatchObject({
-      signing: { jwks_url: `${stack.baseUrl}/.well-known/jwks.json` },
+      signing: {
+        jwks_url: `${stack.baseUrl}/.well-known/jwks.json`,
+        keys: attestation.body.envelope.signatures.map((s, i) => ({
+          alg: ['ML-DSA-65', 'EdDSA'][i],
+          kid: s.keyid,
+        })),
+      },
       self_tests: { acvp_revisions: ['FIPS203', 'FIPS204', 'FIPS205'] },
     })
     const checkpointHead = await verifyCheckpoint({

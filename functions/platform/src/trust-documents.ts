@@ -149,6 +149,12 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
     const compliance = complianceOf(posture)
     const baseUrl = c.get('request').baseUrl
     const now = Date.now()
+    // The JWKS lists the keys in JWT_SIGNING_KEYS order: the first of each algorithm is the one
+    // the auth worker signs with, so the signed predicate can name the kids before signing.
+    const signingKeys = ATTESTATION_SIGNERS.map((alg) => ({
+      alg,
+      kid: posture.jwks.keys.find((k) => k.alg === alg)?.kid ?? null,
+    }))
     const subjects = [
       {
         name: `crypto-policy:${identity.tenantId}`,
@@ -204,7 +210,7 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
           })),
         },
         signing: {
-          algorithms: [...ATTESTATION_SIGNERS],
+          keys: signingKeys,
           jwks_url: `${baseUrl}/.well-known/jwks.json`,
         },
         compliance: compliance.frameworks.map((f) => ({ framework: f.framework, summary: f.summary })),
@@ -220,6 +226,17 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
         throw new AppError(503, signed.code, `The attestation could not be signed: ${signed.message}`, {
           headers: { 'retry-after': '30' },
         })
+      }
+      if (signed.kid !== signingKeys.find((k) => k.alg === alg)?.kid) {
+        // The keys rotated between reading the JWKS and signing: the predicate would name the wrong kid.
+        throw new AppError(
+          503,
+          'signing_keys_rotating',
+          'The signing keys are being rotated; retry shortly.',
+          {
+            headers: { 'retry-after': '5' },
+          },
+        )
       }
       signatures.push({ keyid: signed.kid, alg, sig: toBase64(signed.signature) })
     }
