@@ -1,8 +1,8 @@
 /**
  * Every public path of the product, the family worker that serves it, whether it needs a
  * credential, which access-token audiences it accepts, and its body rules. The gateway routes
- * with this table (404/405 with Allow, 413/415, 403 token_wrong_audience), and tests check that
- * every family answers every route it owns.
+ * with this table (404/405 with Allow, 413/415, 403 token_wrong_audience), and
+ * test/unit/route-ownership.test.ts checks that every family answers every route it owns.
  */
 import type { Audience } from '../worker/request-context'
 
