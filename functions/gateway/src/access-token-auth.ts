@@ -45,6 +45,8 @@ export interface TokenAuthDeps {
   issuer: string
   leewaySeconds: number
   principalTtlMs: number
+  /** The clock, in ms since the epoch (`Date.now` unless a test moves time). */
+  now?: () => number
 }
 
 interface VerifiedToken {
@@ -86,7 +88,7 @@ const unauthorized = (code: string, message: string) =>
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-async function verifyFresh(token: string, deps: TokenAuthDeps): Promise<VerifiedToken> {
+async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Promise<VerifiedToken> {
   const verified = await verifyAccessToken(token, {
     keys: (kid) => deps.resolveKey(kid),
     // Every algorithm this product signs with; the tenant's policy is applied afterwards, once the
@@ -95,6 +97,7 @@ async function verifyFresh(token: string, deps: TokenAuthDeps): Promise<Verified
     audience: AUDIENCES,
     issuer: deps.issuer,
     leewaySeconds: deps.leewaySeconds,
+    now: new Date(now),
   })
   const { claims } = verified
   if (claims.tenant_id === undefined || !UUID.test(claims.tenant_id)) {
@@ -123,7 +126,7 @@ async function verifyFresh(token: string, deps: TokenAuthDeps): Promise<Verified
 
 async function verifiedToken(token: string, deps: TokenAuthDeps): Promise<VerifiedToken> {
   const hash = await hashApiKey(token)
-  const now = Date.now()
+  const now = (deps.now ?? Date.now)()
   const hit = tokenCache.get(hash)
   if (hit) {
     if ('token' in hit) {
@@ -137,7 +140,7 @@ async function verifiedToken(token: string, deps: TokenAuthDeps): Promise<Verifi
     if (now < hit.until) throw hit.refusal
   }
   try {
-    const fresh = await verifyFresh(token, deps)
+    const fresh = await verifyFresh(token, deps, now)
     remember(tokenCache, MAX_TOKENS, hash, { token: fresh })
     return fresh
   } catch (err) {
@@ -151,7 +154,7 @@ async function verifiedToken(token: string, deps: TokenAuthDeps): Promise<Verifi
 
 async function principal(token: VerifiedToken, deps: TokenAuthDeps): Promise<PrincipalRecord> {
   const key = `${token.tenantId}\n${token.sub}`
-  const now = Date.now()
+  const now = (deps.now ?? Date.now)()
   let hit = principalCache.get(key)
   if (!hit || hit.expiresAt <= now) {
     hit = {
