@@ -383,26 +383,3 @@ describe('attacks and invalid tokens are refused', () => {
     })
   })
 })
-
-describe('timings in workerd (informational, no assertions on speed)', () => {
-  it('prints sign and verify cost per algorithm', async () => {
-    const runs = 20
-    const lines: string[] = []
-    for (const alg of JWS_ALGORITHMS) {
-      const key = keys[alg]
-      let token = await signAccessToken(claims(), key)
-      await verifyAccessToken(token, options())
-      let start = performance.now()
-      for (let i = 0; i < runs; i++) token = await signAccessToken(claims(), key)
-      const sign = (performance.now() - start) / runs
-      start = performance.now()
-      for (let i = 0; i < runs; i++) await verifyAccessToken(token, options())
-      const verify = (performance.now() - start) / runs
-      lines.push(
-        `${alg}: sign ${sign.toFixed(2)} ms, verify ${verify.toFixed(2)} ms, token ${token.length} chars`,
-      )
-      expect(token.split('.')).toHaveLength(3)
-    }
-    console.log(`access token timings (workerd, mean of ${runs}):\n${lines.join('\n')}`)
-  })
-})
