@@ -5,7 +5,7 @@
  */
 import { Hono } from 'hono'
 import { serviceAccountSubject } from '../../../shared/auth/subjects'
-import { formatBytes, isJsonContentType, readBodyText } from '../../../shared/http/body'
+import { formatBytes, isJsonContentType, readJsonText } from '../../../shared/http/body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import {
   FAMILY_BINDING,
@@ -122,11 +122,12 @@ function hasBody(request: Request): boolean {
 
 /**
  * The body as it crosses the binding: JSON bodies as text, read here once within the route's
- * limit (413 beyond it, even when the length was not declared); any other body as its stream.
+ * limit (413 beyond it, even when the length was not declared), decoded as strict UTF-8 and held
+ * to the JSON input rules (shared/http/json-input.ts); any other body as its stream.
  */
 async function forwardedBody(route: RouteSpec, request: Request): Promise<ForwardedBody> {
   if (request.method === 'GET' || request.method === 'HEAD' || !hasBody(request)) return null
-  if (route.body?.kind === 'json') return readBodyText(request, route.body.maxBytes)
+  if (route.body?.kind === 'json') return readJsonText(request, route.body.maxBytes)
   return request.body
 }
 
