@@ -1,9 +1,10 @@
 /**
- * The gateway's input rules, end to end: JSON nesting depth, NUL and lone surrogates, strict UTF-8.
- * Each refusal is a 4xx in the OpenAI error shape naming the field, and the database stays healthy
- * afterwards.
+ * The gateway's input rules, end to end: JSON nesting depth, NUL and lone surrogates, strict UTF-8,
+ * malformed percent-encoding in paths. Each refusal is a 4xx in the OpenAI error shape naming the
+ * field, and the database stays healthy afterwards.
  */
 import { describe, expect, inject, it } from 'vitest'
+import { ROUTES } from '../../shared/routing/route-table.ts'
 
 const stack = inject('stack')
 const url = (p: string) => `${stack.baseUrl}${p}`
@@ -141,5 +142,35 @@ describe(`strict UTF-8 (${stack.kind})`, () => {
     const res = await post('/svc/memories', new TextEncoder().encode('{"content":"café ☕ 😀"}'))
     expect(res.status).toBe(200)
     expect(((await res.json()) as { content: string }).content).toBe('café ☕ 😀')
+  })
+})
+
+describe(`percent-encoding in paths (${stack.kind})`, () => {
+  const parametrised = ROUTES.filter((r) => r.path.includes('/:'))
+
+  it('has parametrised routes to check', () => {
+    expect(parametrised.length).toBeGreaterThanOrEqual(5)
+  })
+
+  for (const route of parametrised) {
+    it(`${route.method} ${route.path}: malformed percent-encoding is a 400, with or without a credential`, async () => {
+      for (const bad of ['%ZZ', '%', '%E0%A4', '%C3%28', '%00']) {
+        const path = route.path.replace(/:[A-Za-z]+/g, bad)
+        for (const headers of [{}, { authorization: `Bearer ${key}` }]) {
+          const res = await fetch(url(path), { method: route.method, headers })
+          expect(res.status, `${route.method} ${path}`).toBe(400)
+          const error = await errorOf(res)
+          expect(error.code).toBe('malformed_path')
+          expect(res.headers.get('x-request-id')).toBeTruthy()
+        }
+      }
+    })
+  }
+
+  it('decodes well-formed escapes as before', async () => {
+    const res = await fetch(url('/svc/agents/runs/00000000-0000-4000-8000-00000000000%30'), {
+      headers: { authorization: `Bearer ${key}` },
+    })
+    expect(res.status).toBe(404)
   })
 })

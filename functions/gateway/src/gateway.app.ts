@@ -10,6 +10,7 @@ import { AppError, toAppError } from '../../../shared/http/errors'
 import {
   FAMILY_BINDING,
   FAMILY_TOKEN_AUDIENCES,
+  pathEncodingProblem,
   type RouteSpec,
   RouteTable,
 } from '../../../shared/routing/route-table'
@@ -39,6 +40,19 @@ function checkTenant(identity: Identity, request: Request, url: URL): void {
       { param: request.headers.has('x-svc-tenant') ? 'x-svc-tenant' : 'tenantId' },
     )
   }
+}
+
+/** 400 for a path that is not valid percent-encoding (or encodes NUL), before anything else. */
+function checkPathEncoding(pathname: string): void {
+  const problem = pathEncodingProblem(pathname)
+  if (!problem) return
+  throw new AppError(
+    400,
+    'malformed_path',
+    problem.kind === 'nul'
+      ? `The path contains an encoded NUL character (${problem.escape}), which no resource name contains; remove it.`
+      : `The path is not valid percent-encoding (at "${problem.escape}"): write each reserved byte as % followed by two hex digits, and encode characters as whole UTF-8 sequences.`,
+  )
 }
 
 const OTLP_TYPES = new Set([
@@ -201,6 +215,7 @@ gatewayApp.all('*', async (c) => {
     return preflight(request, c.get('origin'), requestId)
   }
   const url = c.get('url')
+  checkPathEncoding(url.pathname)
   const lookup = routes.lookup(request.method, url.pathname)
 
   if (lookup.kind === 'match' && lookup.match.route.access === 'public') {
