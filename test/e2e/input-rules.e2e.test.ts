@@ -1,7 +1,7 @@
 /**
  * The gateway's input rules, end to end: JSON nesting depth, NUL and lone surrogates, strict UTF-8,
- * malformed percent-encoding in paths. Each refusal is a 4xx in the OpenAI error shape naming the
- * field, and the database stays healthy afterwards.
+ * malformed percent-encoding in paths, and every way of naming a tenant. Each refusal is a 4xx in
+ * the OpenAI error shape naming the field, and the database stays healthy afterwards.
  */
 import { describe, expect, inject, it } from 'vitest'
 import { ROUTES } from '../../shared/routing/route-table.ts'
@@ -172,5 +172,30 @@ describe(`percent-encoding in paths (${stack.kind})`, () => {
       headers: { authorization: `Bearer ${key}` },
     })
     expect(res.status).toBe(404)
+  })
+})
+
+describe(`naming a tenant (${stack.kind})`, () => {
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(url(path), { headers: { authorization: `Bearer ${key}`, ...headers } })
+
+  it('refuses x-tenant-id naming another tenant, exactly like x-svc-tenant', async () => {
+    const res = await get('/svc/memories', { 'x-tenant-id': stack.tenantB.id })
+    expect(res.status).toBe(403)
+    expect(await errorOf(res)).toMatchObject({ code: 'tenant_mismatch', param: 'x-tenant-id' })
+    expect((await get('/svc/memories', { 'x-tenant-id': stack.tenantA.id })).status).toBe(200)
+  })
+
+  it('refuses ?tenant_id= naming another tenant, exactly like ?tenantId=', async () => {
+    const res = await get(`/svc/memories?tenant_id=${stack.tenantB.id}`)
+    expect(res.status).toBe(403)
+    expect(await errorOf(res)).toMatchObject({ code: 'tenant_mismatch', param: 'tenant_id' })
+    expect((await get(`/svc/memories?tenant_id=${stack.tenantA.id}`)).status).toBe(200)
+  })
+
+  it('checks every value of a repeated name, not only the first', async () => {
+    const res = await get(`/svc/memories?tenantId=${stack.tenantA.id}&tenantId=${stack.tenantB.id}`)
+    expect(res.status).toBe(403)
+    expect((await errorOf(res)).param).toBe('tenantId')
   })
 })

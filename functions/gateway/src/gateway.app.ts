@@ -29,17 +29,35 @@ import { invalidateTenantPolicy } from './tenant-policies'
 
 const routes = new RouteTable()
 
+/**
+ * Every way a request can name its tenant: the spec's `x-svc-tenant` header and `tenantId` query
+ * parameter, and the `x-tenant-id` header (the spec's storage-service name) with its query form
+ * `tenant_id`. Any of them, and every value of a repeated query parameter, must be the
+ * credential's tenant.
+ */
+const TENANT_HEADERS = ['x-svc-tenant', 'x-tenant-id'] as const
+const TENANT_QUERY_PARAMETERS = ['tenantId', 'tenant_id'] as const
+
 function checkTenant(identity: Identity, request: Request, url: URL): void {
-  const claimed =
-    request.headers.get('x-svc-tenant') ?? (url.search === '' ? null : url.searchParams.get('tenantId'))
-  if (claimed !== null && claimed !== identity.tenantId) {
-    throw new AppError(
-      403,
-      'tenant_mismatch',
-      `This request names tenant "${claimed}" (x-svc-tenant or tenantId), but the credential belongs to tenant "${identity.tenantId}". Remove it or use a credential of that tenant.`,
-      { param: request.headers.has('x-svc-tenant') ? 'x-svc-tenant' : 'tenantId' },
-    )
+  for (const name of TENANT_HEADERS) {
+    const claimed = request.headers.get(name)
+    if (claimed !== null && claimed !== identity.tenantId) throw tenantMismatch(claimed, name, identity)
   }
+  if (url.search === '') return
+  for (const name of TENANT_QUERY_PARAMETERS) {
+    for (const claimed of url.searchParams.getAll(name)) {
+      if (claimed !== identity.tenantId) throw tenantMismatch(claimed, name, identity)
+    }
+  }
+}
+
+function tenantMismatch(claimed: string, name: string, identity: Identity): AppError {
+  return new AppError(
+    403,
+    'tenant_mismatch',
+    `This request names tenant "${claimed}" (${name}), but the credential belongs to tenant "${identity.tenantId}". Remove it or use a credential of that tenant.`,
+    { param: name },
+  )
 }
 
 /** 400 for a path that is not valid percent-encoding (or encodes NUL), before anything else. */
