@@ -20,7 +20,7 @@ async function errorOf(res: Response): Promise<ErrorBody['error']> {
   return body.error
 }
 
-function post(path: string, body: string | Uint8Array, headers: Record<string, string> = {}) {
+function post(path: string, body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) {
   return fetch(url(path), {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
@@ -156,7 +156,7 @@ describe(`percent-encoding in paths (${stack.kind})`, () => {
     it(`${route.method} ${route.path}: malformed percent-encoding is a 400, with or without a credential`, async () => {
       for (const bad of ['%ZZ', '%', '%E0%A4', '%C3%28', '%00']) {
         const path = route.path.replace(/:[A-Za-z]+/g, bad)
-        for (const headers of [{}, { authorization: `Bearer ${key}` }]) {
+        for (const headers of [{}, { authorization: `Bearer ${key}` }] as Record<string, string>[]) {
           const res = await fetch(url(path), { method: route.method, headers })
           expect(res.status, `${route.method} ${path}`).toBe(400)
           const error = await errorOf(res)
