@@ -447,6 +447,24 @@ describe(`attacks on the token verifier, through the gateway (${stack.kind})`, (
     expect(viaQuery.status).toBe(403)
   })
 
+  it('a genuinely signed token that lives longer than the issuer grants (exp 1e300, or two hours)', async () => {
+    const signer = signers['ML-DSA-65']!
+    const signed = async (claims: Record<string, unknown>) => {
+      const input = `${seg({ alg: signer.alg, kid: signer.kid, typ: 'JWT' })}.${seg(claims)}`
+      return `${input}.${base64urlEncode(await signer.sign(utf8.encode(input)))}`
+    }
+    const base = buildAccessTokenClaims({
+      sub: `sa:${devCredentials.serviceAccountId}`,
+      aud: 'external-api',
+      iss: 'svc',
+      ttlSeconds: 600,
+      tenantId: stack.tenantA.id,
+    })
+    expect((await get('/svc/memories', await signed(base))).status).toBe(200)
+    await refused(await signed({ ...base, exp: 1e300 }), 401, 'token_lifetime_too_long')
+    await refused(await signed({ ...base, exp: base.iat + 7200 }), 401, 'token_lifetime_too_long')
+  })
+
   it('a token from another issuer, and one for a principal that does not exist', async () => {
     await refused(await mint({ iss: 'https://evil.example' }), 401, 'token_issuer_invalid')
     await refused(await mint({ sub: `sa:${crypto.randomUUID()}` }), 401, 'token_principal_revoked')
