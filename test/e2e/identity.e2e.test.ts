@@ -148,8 +148,18 @@ describe(`service tokens (${stack.kind})`, () => {
       client_secret: devCredentials.serviceAccountSecret,
       audience: 'platform',
     })
-    expect(res.status).toBe(400) // platform tokens are for people: not even a valid request value
-    expect((await errorOf(res)).param).toBe('audience')
+    // A valid audience of the spec that service accounts never hold: platform tokens are for people.
+    expect(res.status).toBe(403)
+    const error = await errorOf(res)
+    expect(error).toMatchObject({ code: 'audience_not_allowed', param: 'audience', type: 'permission_error' })
+    expect(error.message).toContain('POST /auth/login')
+    const unknown = await post('/auth/service-token', {
+      client_id: devCredentials.serviceAccountId,
+      client_secret: devCredentials.serviceAccountSecret,
+      audience: 'everything',
+    })
+    expect(unknown.status).toBe(400)
+    expect((await errorOf(unknown)).param).toBe('audience')
   })
 
   it('answers a wrong secret and an unknown client id alike: 401 invalid_client', async () => {
