@@ -54,7 +54,15 @@ type QueryMethod = Client['query']
  * it: the connection is destroyed, so the statement still stuck on it can never delay (or be
  * mistaken for the answer of) a later query, and the pool drops it (it is no longer queryable).
  */
-class DeadlineClient extends Client {}
+class DeadlineClient extends Client {
+  constructor(config?: ConstructorParameters<typeof Client>[0]) {
+    super(config)
+    // The pool listens for errors only on idle clients. A server that drops a connection while it
+    // is handed out (an idle-connection timeout, a restart) must not raise an unhandled 'error'
+    // event: the connection's next query fails instead ("not queryable"), as a 503.
+    this.on('error', () => {})
+  }
+}
 
 const baseQuery: QueryMethod = Client.prototype.query
 DeadlineClient.prototype.query = function query(this: DeadlineClient, ...args: unknown[]) {

@@ -252,7 +252,7 @@ function printable(segment: string | number): string | number {
   return /[\u0000-\u001f\ud800-\udfff]/.test(segment) ? JSON.stringify(segment).slice(1, -1) : segment
 }
 
-const MAX_SHOWN_PATH = 120
+const MAX_SHOWN_PATH = 60
 
 function refusalFor(problem: Problem, text: string): AppError {
   const path = issuePath(jsonPathAt(text, problem.at).map(printable))
