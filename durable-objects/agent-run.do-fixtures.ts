@@ -314,12 +314,14 @@ const SNAPSHOT: RateLimitSnapshot = {
 
 export interface LimiterFake {
   acquired: { estimatedTokens: number; model: string }[]
-  /** Settles received, piggybacked on an acquire or sent on their own. */
+  /** Settles the object stored (acknowledged). */
   settled: SettleInput[]
   refuse: AcquireResult | null
+  /** Settle calls still to fail (the object unreachable) before they succeed again. */
+  failSettles: number
 }
 
-export const limiter: LimiterFake = { acquired: [], settled: [], refuse: null }
+export const limiter: LimiterFake = { acquired: [], settled: [], refuse: null, failSettles: 0 }
 
 const realLimiter = mutableEnv.RATE_LIMITER
 
@@ -328,13 +330,17 @@ export function installLimiter(): void {
   limiter.acquired = []
   limiter.settled = []
   limiter.refuse = null
+  limiter.failSettles = 0
   const limiterObject = {
     async acquire(input: AcquireInput): Promise<AcquireResult> {
       limiter.acquired.push({ estimatedTokens: input.estimatedTokens, model: input.model })
-      limiter.settled.push(...(input.settles ?? []))
       return limiter.refuse ?? { kind: 'granted', snapshot: SNAPSHOT }
     },
     async settleMany(inputs: SettleInput[]) {
+      if (limiter.failSettles > 0) {
+        limiter.failSettles -= 1
+        throw new Error('the RateLimiter is unreachable')
+      }
       limiter.settled.push(...inputs)
       return inputs.map(() => ({ recorded: true, creditsUnits: 0 }))
     },

@@ -605,7 +605,6 @@ describe('metering', () => {
     expect(limiter.acquired).toHaveLength(1)
     expect(limiter.acquired[0]).toMatchObject({ model: 'svc-comb' })
     expect(limiter.acquired[0]!.estimatedTokens).toBeGreaterThan(8_000)
-    // The metering client delivers settles on its own schedule (piggybacked or batched).
     await vi.waitFor(() => expect(settledFor(run)).toHaveLength(1))
     expect(settledFor(run)[0]).toMatchObject({
       endpoint: 'code.turns',
@@ -615,6 +614,44 @@ describe('metering', () => {
       provider: 'fake',
     })
     expect(terminal(events).type).toBe('turn.completed')
+  })
+
+  it('usage the RateLimiter did not acknowledge stays due and is sent again by the alarm, once', async () => {
+    installUpstream([{ kind: 'text', pieces: ['a', 'b'] }])
+    // Every try of the first send fails (the client tries four times before it gives up).
+    limiter.failSettles = 4
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const run = newRun('live')
+    const events = await readAll(
+      await run.object.postTurn(await turnCall(run, { turn_id: 't1', request: 'hi' })),
+    )
+    expect(terminal(events).type).toBe('turn.completed')
+    await vi.waitFor(() => expect(limiter.failSettles).toBe(0), { timeout: 10_000 })
+    await vi.waitFor(async () => expect((await dueWork(run)).map((w) => w.kind)).toEqual(['meter_settle']))
+    expect(settledFor(run)).toHaveLength(0)
+    errors.mockRestore()
+
+    expect(await timeTravelAndRunAlarm(run, 'meter_settle')).toBe(true)
+    expect(settledFor(run)).toEqual([expect.objectContaining({ endpoint: 'code.turns', provider: 'fake' })])
+    expect(await dueWork(run)).toEqual([])
+  })
+
+  it('a cancel keeps the usage still to be delivered', async () => {
+    installUpstream([{ kind: 'hang' }])
+    limiter.failSettles = 4
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const run = newRun('live')
+    const reader = new EventReader(
+      await run.object.postTurn(await turnCall(run, { turn_id: 't1', request: 'hi' })),
+    )
+    await reader.until('turn.started')
+    while (upstream.requests.length === 0) await runInDurableObject(run.object, () => undefined)
+    expect(await run.object.cancel(ownerOf(run.identity), 'user stopped it')).toMatchObject({ ok: true })
+    await vi.waitFor(() => expect(limiter.failSettles).toBe(0), { timeout: 10_000 })
+    expect((await dueWork(run)).map((w) => w.kind)).toEqual(['meter_settle'])
+    errors.mockRestore()
+    expect(await timeTravelAndRunAlarm(run, 'meter_settle')).toBe(true)
+    expect(settledFor(run)).toHaveLength(1)
   })
 
   it('answers a refusal with the action-required body and starts nothing', async () => {

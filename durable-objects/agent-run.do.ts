@@ -10,8 +10,9 @@
  * - Followers: each turn response is a follower of one turn. It gets the stored events after its
  *   cursor, then live events, and ends after its turn's terminal event. A follower that goes away
  *   changes nothing: the turn runs on, and the client resumes with `cursor`.
- * - One alarm drives the due-work table: turn timeouts, approval expiries, model retries, and
- *   turns interrupted by a restart. Handlers are idempotent (alarms are at-least-once).
+ * - One alarm drives the due-work table: turn timeouts, approval expiries, model retries, turns
+ *   interrupted by a restart, and turn usage not yet acknowledged by metering. Handlers are
+ *   idempotent (alarms are at-least-once).
  * - The owner (tenant + principal) is recorded with the first turn; anyone else gets the same
  *   404 as for a run that does not exist.
  */
@@ -50,6 +51,9 @@ import {
   transcriptMessages,
 } from './agent-run.loop'
 import { type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
+
+/** How long after a turn ended (or a failed send) its usage is sent again if not acknowledged. */
+const METER_SETTLE_RETRY_MS = 5_000
 
 /** Who is asking: the run's owner must match exactly. */
 export interface RunOwner {
@@ -382,27 +386,47 @@ export class AgentRun extends DurableObject<CodeEnv> implements LoopHost {
     return response
   }
 
-  /** Settles the turn's metering admission with what the turn used. */
+  /**
+   * Settles the turn's metering admission with what the turn used. The `meter_settle` due work is
+   * written in the same transaction as the terminal event, so if this process dies before the
+   * RateLimiter acknowledges, the alarm sends it again (the RateLimiter ignores a repeat).
+   */
   turnEnded(turnId: string): void {
     const turn = this.store.turn(turnId)
     if (!turn?.meter_json) return
+    this.store.schedule('meter_settle', turnId, this.now() + METER_SETTLE_RETRY_MS)
+    void this.settleTurn(turnId)
+  }
+
+  /** Sends the turn's usage to its RateLimiter; done (unscheduled) once acknowledged. */
+  private async settleTurn(turnId: string): Promise<void> {
+    const turn = this.store.turn(turnId)
+    if (!turn?.meter_json) {
+      this.store.unschedule('meter_settle', turnId)
+      return
+    }
     const { identity, grant } = turn.meter_json
     const usage = turn.usage_json
     // Stored as the client returned it (agent-run.store.ts keeps its fields as they are).
-    void openMeter(this.env.RATE_LIMITER, identity, 'code.turns').settle(grant as unknown as MeterGrant, {
-      usage:
-        usage.total_tokens === 0
-          ? null
-          : {
-              promptTokens: usage.input_tokens,
-              completionTokens: usage.output_tokens,
-              totalTokens: usage.total_tokens,
-              cachedTokens: usage.cached_input_tokens,
-              reasoningTokens: usage.reasoning_tokens,
-            },
-      estimated: turn.usage_estimated,
-      provider: turn.provider ?? 'none',
-    })
+    const delivered = await openMeter(this.env.RATE_LIMITER, identity, 'code.turns').settle(
+      grant as unknown as MeterGrant,
+      {
+        usage:
+          usage.total_tokens === 0
+            ? null
+            : {
+                promptTokens: usage.input_tokens,
+                completionTokens: usage.output_tokens,
+                totalTokens: usage.total_tokens,
+                cachedTokens: usage.cached_input_tokens,
+                reasoningTokens: usage.reasoning_tokens,
+              },
+        estimated: turn.usage_estimated,
+        provider: turn.provider ?? 'none',
+      },
+    )
+    if (delivered) this.store.unschedule('meter_settle', turnId)
+    await this.armAlarm()
   }
 
   /** Runs the loop of a turn in the background; the turn's own events end it. */
@@ -574,6 +598,11 @@ export class AgentRun extends DurableObject<CodeEnv> implements LoopHost {
           break
         case 'turn_interrupted':
           this.interrupted(work.ref)
+          break
+        case 'meter_settle':
+          // Rescheduled first: a crash during the send leaves it due again.
+          this.store.schedule('meter_settle', work.ref, this.now() + METER_SETTLE_RETRY_MS)
+          await this.settleTurn(work.ref)
           break
       }
     }

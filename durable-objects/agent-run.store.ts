@@ -257,6 +257,11 @@ export const DUE_WORK_KINDS = [
   'model_retry',
   /** the object restarted while a turn was running: fail the turn as interrupted */
   'turn_interrupted',
+  /**
+   * the turn ended and its usage is not yet acknowledged by the tenant's RateLimiter: (re)send
+   * the settle (written with the terminal event, so a crash cannot lose it)
+   */
+  'meter_settle',
 ] as const
 export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
 
@@ -671,8 +676,9 @@ export class RunStore {
     this.sql.exec(`DELETE FROM due_work WHERE kind = ? AND ref = ?`, kind, ref)
   }
 
+  /** Drops the run's pending work (a cancel), except usage still to be delivered to metering. */
   clearDueWork(): void {
-    this.sql.exec(`DELETE FROM due_work`)
+    this.sql.exec(`DELETE FROM due_work WHERE kind <> 'meter_settle'`)
   }
 
   dueWork(now: number): DueWorkRow[] {

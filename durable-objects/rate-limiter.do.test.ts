@@ -12,7 +12,7 @@ import type {
 import type { RateLimiterNamespace } from '../shared/metering/metering-client'
 import type { MeteringStore } from '../shared/metering/metering-store'
 import { CREDIT_UNITS_PER_CENT } from '../shared/metering/pricing'
-import type { RateLimiter } from './rate-limiter.do'
+import { ORPHAN_AFTER_MS, type RateLimiter } from './rate-limiter.do'
 
 const RATE_LIMITER = (env as unknown as { RATE_LIMITER: RateLimiterNamespace }).RATE_LIMITER
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
@@ -245,14 +245,19 @@ describe('RateLimiter: ledger and flush', () => {
     expect(h.store.balance.tokensUsed).toBe(60)
   })
 
-  it('applies settles that ride along with an acquire before admitting it', async () => {
-    const h = await harness('test', 'free')
-    await h.acquire('a', { estimatedTokens: 39_000 })
-    // Without the settle, 39,000 reserved + 2,000 would exceed 40,000 tokens/min.
-    const result = await h.acquire('b', { estimatedTokens: 2_000, settles: [h.settleInput('a', 100, 20)] })
-    expect(result.kind).toBe('granted')
-    if (result.kind === 'granted') expect(result.snapshot.remainingTokens).toBe(40_000 - 120 - 2_000)
-    expect(await pending(h)).toBe(1)
+  it('a settle is in storage when it answers: nothing acknowledged waits in memory', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    expect(await h.stub.settle(h.settleInput('a', 40, 10))).toEqual({ recorded: true, creditsUnits: 0 })
+    // Read straight from SQLite, without anything that could write rows held in memory first.
+    const stored = await runInDurableObject(
+      h.stub,
+      (_: RateLimiter, state: DurableObjectState) =>
+        state.storage.sql
+          .exec<{ n: number }>(`select count(*) as n from ledger where reservation_id = 'a'`)
+          .one().n,
+    )
+    expect(stored).toBe(1)
   })
 
   it('test mode needs no database and records rows with zero credits', async () => {
@@ -274,6 +279,66 @@ describe('RateLimiter: ledger and flush', () => {
       expect.objectContaining({ requestId: 'req_a', mode: 'test', creditsUnits: 0 }),
     ])
     expect(h.store.balance.tokensUsed).toBe(0)
+  })
+})
+
+describe('RateLimiter: checkpoints of requests still running', () => {
+  const checkpointCount = (h: Harness) =>
+    runInDurableObject(h.stub, (instance: RateLimiter) => instance.openRequestCount())
+
+  it('a request that never settles is billed as its last checkpoint once silent for a minute', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 3), estimated: true }])
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 25), estimated: true }])
+    expect(await checkpointCount(h)).toBe(1)
+    // Within the minute the alarm flushes nothing of it (the stream may still be running).
+    h.time.now += ORPHAN_AFTER_MS - 1
+    await runDurableObjectAlarm(h.stub)
+    expect(h.store.ledger.size).toBe(0)
+    expect(await checkpointCount(h)).toBe(1)
+
+    // The same alarm bills it and flushes the row.
+    h.time.now += 1
+    await runDurableObjectAlarm(h.stub)
+    expect(await checkpointCount(h)).toBe(0)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({
+        reservationId: 'a',
+        promptTokens: 40,
+        completionTokens: 25,
+        estimated: true,
+      }),
+    ])
+    expect(h.store.balance.tokensUsed).toBe(65)
+  })
+
+  it('survives a restart of the object: the checkpoint is in storage, and the orphan is billed after it', async () => {
+    const h = await harness('test', 'pro')
+    await h.acquire('a')
+    await h.stub.checkpoint([{ ...h.settleInput('a', 12, 7), estimated: true }])
+    await evictDurableObject(h.stub)
+    await h.install()
+    h.time.now += ORPHAN_AFTER_MS
+    await runDurableObjectAlarm(h.stub)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({ reservationId: 'a', promptTokens: 12, completionTokens: 7, estimated: true }),
+    ])
+  })
+
+  it('a settle replaces the checkpoint; a checkpoint arriving after the settle is ignored', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 3), estimated: true }])
+    await h.stub.settle(h.settleInput('a', 40, 30))
+    expect(await checkpointCount(h)).toBe(0)
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 20), estimated: true }])
+    expect(await checkpointCount(h)).toBe(0)
+    h.time.now += 2 * ORPHAN_AFTER_MS
+    await runDurableObjectAlarm(h.stub)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({ reservationId: 'a', completionTokens: 30, estimated: false }),
+    ])
   })
 })
 

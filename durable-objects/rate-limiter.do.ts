@@ -8,24 +8,31 @@
  *   acquire(request)  → granted | refused (an UpgradeDecision) | unavailable
  *                       checks requests/min, tokens/min (reserving the estimate), the model's
  *                       and the monthly allowance, credits and the overage cap, then admits.
- *   settle(usage)     → the reservation becomes the tokens used (in memory, at once); the ledger
- *                       row is appended to this object's SQLite storage in a batch within
- *                       RATE_LIMIT_LEDGER_WRITE_MS (100 ms) and the flush alarm is armed. Idempotent per
- *                       reservation id (chosen by the client per request: request ids come from
- *                       x-request-id and may repeat). usage = null releases the reservation.
+ *   settleMany(usage) → each reservation becomes the tokens used and its ledger row is written to
+ *                       this object's SQLite storage before the call answers (the output gate
+ *                       holds the answer until the write is durable: an acknowledged settle
+ *                       survives a crash); the flush alarm is armed. Idempotent per reservation id
+ *                       (chosen by the client per request: request ids come from x-request-id and
+ *                       may repeat). usage = null releases the reservation.
+ *   checkpoint(usage) → what a request still running has used so far (a stream's delivered
+ *                       tokens), kept in `open_requests` until it settles; one silent for
+ *                       ORPHAN_AFTER_MS (its isolate died mid-stream) is settled by the alarm with
+ *                       its last checkpoint, marked estimated.
  *   snapshot(scope)   → the rate-limit counters (for x-ratelimit-* headers on early refusals).
- *   alarm()           → flushes pending ledger rows to Postgres in batches (idempotent insert +
- *                       balance update in one transaction), re-reads the balance, prunes.
+ *   alarm()           → settles orphaned requests, flushes pending ledger rows to Postgres in
+ *                       batches (idempotent insert + balance update in one transaction), re-reads
+ *                       the balance, prunes.
  *
  * Exactness: the object handles one event at a time and acquire/settle do their check-and-update
  * without awaiting anything, so concurrent requests cannot race. The request path costs one RPC
  * to this object and no Postgres round trip: Postgres is read when the object starts (the
  * period's balance) and written only from the alarm, in batches.
  *
- * Storage: `meta` (which tenant/mode/plan this object serves, schema version) and `ledger`
+ * Storage: `meta` (which tenant/mode/plan this object serves, schema version), `ledger`
  * (metered requests; `flushed` once in Postgres; flushed rows are kept ten minutes so the rate
  * windows and the recently settled reservations can be rebuilt after a restart, and a resent
- * settle still meets its row's unique reservation id; then deleted).
+ * settle still meets its row's unique reservation id; then deleted) and `open_requests` (the
+ * last checkpoint of each request still running).
  */
 import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
@@ -64,16 +71,22 @@ export interface RateLimiterEnv extends DatabaseEnv {
   RATE_LIMIT_LEDGER_FLUSH_MS?: string
   /** How old the cached balance may get while the tenant is active before it is re-read (ms, default 10000). */
   RATE_LIMIT_BALANCE_REFRESH_MS?: string
-  /** Longest time settled usage waits in memory before it is written to the object's storage (ms, default 100). */
-  RATE_LIMIT_LEDGER_WRITE_MS?: string
   /** Replaces the built-in plan catalog (shared/plans/plan-catalog.ts). */
   PLAN_CATALOG?: string
+  /** Silence after which a checkpointed request that never settled is billed as it stands (ms, default 60000). */
+  RATE_LIMIT_ORPHAN_AFTER_MS?: string
 }
 
 const SCHEMA_VERSION = 1
 const KEEP_FLUSHED_MS = 10 * 60_000
 const RETRY_FLUSH_MS = 5_000
-const RETRY_WRITE_MS = 1_000
+/**
+ * A checkpointed request that neither settles nor checkpoints again for this long is presumed
+ * gone with its isolate and billed as its last checkpoint stands (RATE_LIMIT_ORPHAN_AFTER_MS).
+ * Streams checkpoint at least every STREAM_CHECKPOINT_KEEPALIVE_MS (functions/chat), far more
+ * often than this.
+ */
+export const ORPHAN_AFTER_MS = 60_000
 /** A failed balance load is retried once after this long before the request is refused. */
 const RETRY_LOAD_MS = 200
 /**
@@ -117,21 +130,18 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
   private alarmAt: number | null = null
   private readonly flushDelayMs: number
   private readonly refreshMs: number
-  private readonly writeDelayMs: number
-  /** Settled rows not yet in storage (written in batches by writeUnwritten). */
-  private readonly unwritten = new Map<string, LedgerEntry>()
+  private readonly orphanAfterMs: number
   /** Ledger ids of rows not yet in Postgres (a reused request id among them gets a suffix). */
   private readonly unflushedRequestIds = new Set<string>()
   /** Reservations settled in the last RECENT_RESERVATIONS_MS, oldest first (a resent settle is ignored). */
   private readonly recentReservations = new Map<string, number>()
-  private writeTimer: ReturnType<typeof setTimeout> | null = null
 
   constructor(ctx: DurableObjectState, env: RateLimiterEnv) {
     super(ctx, env)
     this.store = env.DATABASE_URL ? postgresMeteringStore(env) : null
     this.flushDelayMs = positiveMs(env.RATE_LIMIT_LEDGER_FLUSH_MS, 1_000)
     this.refreshMs = positiveMs(env.RATE_LIMIT_BALANCE_REFRESH_MS, 10_000)
-    this.writeDelayMs = positiveMs(env.RATE_LIMIT_LEDGER_WRITE_MS, 100)
+    this.orphanAfterMs = positiveMs(env.RATE_LIMIT_ORPHAN_AFTER_MS, ORPHAN_AFTER_MS)
     const sql = ctx.storage.sql
     sql.exec(`create table if not exists meta (key text primary key, value text not null)`)
     sql.exec(`create table if not exists ledger (
@@ -155,6 +165,10 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     // The alarm deletes flushed rows older than ten minutes and a restart rebuilds the rate windows
     // from the last minutes: both by time, so without this index each scans every row kept.
     sql.exec(`create index if not exists ledger_created on ledger (created_at)`)
+    sql.exec(`create table if not exists open_requests (
+      reservation_id text primary key,
+      settle_json text not null,
+      updated_at integer not null)`)
     sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
     const stored = sql.exec<{ value: string }>(`select value from meta where key = 'scope'`).toArray()[0]
     if (stored) this.scope = MetaSchema.parse(JSON.parse(stored.value))
@@ -163,8 +177,6 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
   async acquire(raw: AcquireInput): Promise<AcquireResult> {
     const input = AcquireInputSchema.parse(raw)
     const ready = await this.ready(input)
-    // Usage of earlier requests that rode along with this call (see metering-client.ts).
-    if (input.settles && input.settles.length > 0) this.applySettles(ready, input.settles)
     if (typeof ready === 'string') return { kind: 'unavailable', detail: ready }
     const { limiter, plan } = ready
     for (const lease of input.leaseReturns ?? []) limiter.returnLease(lease)
@@ -181,7 +193,10 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     return result ?? { recorded: false, creditsUnits: 0 }
   }
 
-  /** Settles a batch of requests in one event (one storage transaction), and takes back finished leases. */
+  /**
+   * Settles a batch of requests in one event (one storage transaction, committed before the
+   * answer leaves), and takes back finished leases.
+   */
   async settleMany(raw: SettleInput[], rawReturns: LeaseReturnInput[] = []): Promise<SettleResult[]> {
     const inputs = readSettleBatch(raw)
     const returns = readLeaseReturns(rawReturns)
@@ -194,6 +209,36 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     const results = this.applySettles(ready, inputs)
     if (typeof ready !== 'string') for (const lease of returns) ready.limiter.returnLease(lease)
     return results
+  }
+
+  /**
+   * Keeps the latest usage of each request still running (replacing its previous checkpoint).
+   * A checkpoint that arrives after its request settled is ignored.
+   */
+  async checkpoint(raw: SettleInput[]): Promise<void> {
+    const inputs = readSettleBatch(raw)
+    const first = inputs[0]
+    if (!first) return
+    // Loads the object first: its alarm time is known only then (scheduleAlarm must not move
+    // an earlier alarm later).
+    await this.ready(first)
+    const now = this.clock()
+    const sql = this.ctx.storage.sql
+    for (const input of inputs) {
+      if (this.recentReservations.has(input.reservationId) || input.usage === null) continue
+      const settled = sql
+        .exec<{ n: number }>(`select count(*) as n from ledger where reservation_id = ?`, input.reservationId)
+        .one().n
+      if (settled > 0) continue
+      sql.exec(
+        `insert into open_requests (reservation_id, settle_json, updated_at) values (?, ?, ?)
+         on conflict (reservation_id) do update set settle_json = excluded.settle_json, updated_at = excluded.updated_at`,
+        input.reservationId,
+        JSON.stringify(input),
+        now,
+      )
+    }
+    this.scheduleAlarm(now + this.orphanAfterMs)
   }
 
   /** Current rate-limit counters without admitting anything; null when the live balance cannot load. */
@@ -211,7 +256,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     const plan = getPlan(scope.planId, this.catalog())
     if (!plan) return
     const now = this.clock()
-    this.writeUnwritten()
+    await this.settleOrphans(scope, now)
     try {
       const flushed = await this.flushPending(scope, plan, now)
       if (!flushed && this.limiter?.balance && this.store && scope.mode === 'live') {
@@ -234,17 +279,48 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     const sql = this.ctx.storage.sql
     sql.exec(`delete from ledger where flushed = 1 and created_at < ?`, now - KEEP_FLUSHED_MS)
     if (this.pendingCount() > 0) this.scheduleAlarm(this.clock() + this.flushDelayMs)
+    const oldestOpen = sql
+      .exec<{ at: number | null }>(`select min(updated_at) as at from open_requests`)
+      .one().at
+    if (oldestOpen !== null) this.scheduleAlarm(oldestOpen + this.orphanAfterMs)
   }
 
-  /** Rows not yet in Postgres (for tests and diagnostics); writes rows waiting in memory first. */
+  /** Rows not yet in Postgres (for tests and diagnostics). */
   pendingCount(): number {
-    this.writeUnwritten()
     return this.ctx.storage.sql
       .exec<{ n: number }>(`select count(*) as n from ledger where flushed = 0`)
       .one().n
   }
 
+  /** Requests still open (checkpointed, not settled), for tests and diagnostics. */
+  openRequestCount(): number {
+    return this.ctx.storage.sql.exec<{ n: number }>(`select count(*) as n from open_requests`).one().n
+  }
+
   // -------------------------------------------------------------------------------------------
+
+  /** Settles, as their last checkpoint stands, the requests silent for orphanAfterMs. */
+  private async settleOrphans(scope: MeteringScope, now: number): Promise<void> {
+    const rows = this.ctx.storage.sql
+      .exec<{ settle_json: string }>(
+        `select settle_json from open_requests where updated_at <= ? order by updated_at`,
+        now - this.orphanAfterMs,
+      )
+      .toArray()
+    if (rows.length === 0) return
+    const inputs = readSettleBatch(rows.map((r) => ({ ...JSON.parse(r.settle_json), estimated: true })))
+    const ready = await this.ready(scope)
+    this.applySettles(ready, inputs)
+    console.error(
+      JSON.stringify({
+        level: 'warn',
+        event: 'orphaned_requests_settled',
+        tenant_id: scope.tenantId,
+        mode: scope.mode,
+        requests: inputs.length,
+      }),
+    )
+  }
 
   private catalog(): PlanCatalog {
     return planCatalogFromEnv(this.env)
@@ -278,6 +354,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
       excess -= 1
     }
     const results: SettleResult[] = []
+    const entries: LedgerEntry[] = []
     for (const input of inputs) {
       this.bind(input)
       if (this.recentReservations.has(input.reservationId)) {
@@ -295,60 +372,61 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
         results.push({ recorded: false, creditsUnits: 0 })
         continue
       }
-      this.unwritten.set(entry.reservationId, entry)
+      entries.push(entry)
       this.unflushedRequestIds.add(entry.requestId)
       results.push({ recorded: true, creditsUnits: entry.creditsUnits })
     }
-    if (this.unwritten.size > 0 && this.writeTimer === null) {
-      this.writeTimer = setTimeout(() => this.writeUnwritten(), this.writeDelayMs)
-    }
+    this.writeLedger(entries, inputs)
     return results
   }
 
   /**
-   * Appends the settled rows to storage in one statement and one transaction (a storage commit
-   * holds the object's outgoing responses until it is durable, so it happens per batch, never
-   * per request) and arms the flush alarm.
+   * Appends the settled rows to storage in one statement (one implicit transaction with the
+   * removal of their open checkpoints) and arms the flush alarm. The caller's answer leaves only
+   * once this is durable (the output gate). A failed write resets the object, whose memory
+   * already counted the rows: the caller's resend then meets an object rebuilt from storage.
    */
-  private writeUnwritten(): void {
-    if (this.writeTimer !== null) clearTimeout(this.writeTimer)
-    this.writeTimer = null
-    if (this.unwritten.size === 0) return
-    const rows = [...this.unwritten.values()].map((e) => [
-      e.reservationId,
-      e.requestId,
-      e.createdAt,
-      e.principal,
-      e.mode,
-      e.endpoint,
-      e.model,
-      e.provider,
-      e.promptTokens,
-      e.completionTokens,
-      e.cachedTokens,
-      e.reasoningTokens,
-      e.creditsUnits,
-      e.estimated ? 1 : 0,
-    ])
+  private writeLedger(entries: readonly LedgerEntry[], inputs: readonly SettleInput[]): void {
+    const sql = this.ctx.storage.sql
     try {
-      this.ctx.storage.sql.exec(
-        `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
-          provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated)
-         select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
-           value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13
-         from json_each(?)`,
-        JSON.stringify(rows),
+      if (entries.length > 0) {
+        const rows = entries.map((e) => [
+          e.reservationId,
+          e.requestId,
+          e.createdAt,
+          e.principal,
+          e.mode,
+          e.endpoint,
+          e.model,
+          e.provider,
+          e.promptTokens,
+          e.completionTokens,
+          e.cachedTokens,
+          e.reasoningTokens,
+          e.creditsUnits,
+          e.estimated ? 1 : 0,
+        ])
+        sql.exec(
+          `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
+            provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated)
+           select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
+             value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13
+           from json_each(?)`,
+          JSON.stringify(rows),
+        )
+      }
+      sql.exec(
+        `delete from open_requests where reservation_id in (select value from json_each(?))`,
+        JSON.stringify(inputs.map((i) => i.reservationId)),
       )
     } catch (err) {
-      // Keep the rows in memory and try again shortly; never let a timer throw in the object.
       console.error(
         JSON.stringify({ level: 'error', event: 'ledger_write_failed', detail: describeError(err) }),
       )
-      this.writeTimer = setTimeout(() => this.writeUnwritten(), RETRY_WRITE_MS)
-      return
+      this.ctx.abort('the ledger could not be written')
+      throw err
     }
-    this.unwritten.clear()
-    this.scheduleAlarm(this.clock() + this.flushDelayMs)
+    if (entries.length > 0) this.scheduleAlarm(this.clock() + this.flushDelayMs)
   }
 
   /** Binds this object to its tenant/mode on first use, and loads its state once. */
@@ -421,7 +499,6 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
 
   /** Postgres' figures plus this object's rows it has not received yet. */
   private mergeUnflushed(balance: LimiterBalance, row: BalanceRow): void {
-    this.writeUnwritten()
     const pending = this.ctx.storage.sql
       .exec<{ tokens: number; period_credits: number; all_credits: number }>(
         `select coalesce(sum(case when created_at >= ? then prompt_tokens + completion_tokens else 0 end), 0) as tokens,
@@ -484,13 +561,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
   }
 
   /**
-   * The request ids of rows not yet in Postgres, re-read from storage (and the rows still in
-   * memory) once a flush has drained: a settle resent after RECENT_RESERVATIONS_MS is added in
+   * The request ids of rows not yet in Postgres, re-read from storage once a flush has drained: a settle resent after RECENT_RESERVATIONS_MS is added in
    * memory but storage ignores its row, which therefore never flushes to take its id out again.
    */
   private resyncUnflushedRequestIds(): void {
     this.unflushedRequestIds.clear()
-    for (const entry of this.unwritten.values()) this.unflushedRequestIds.add(entry.requestId)
     const unflushed = this.ctx.storage.sql.exec<{ request_id: string }>(
       `select request_id from ledger where flushed = 0`,
     )

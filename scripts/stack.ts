@@ -204,7 +204,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
           host: options.host,
           port: options.port,
           log: new Log(options.logLevel ?? LogLevel.WARN),
-          defaultPersistRoot: path.join(options.dataDir, 'miniflare'),
+          // Durable Object storage (and alarms) on disk under DATA_DIR, so a restart, graceful or
+          // not, keeps runs, rate windows and unflushed ledger rows (Miniflare's default is a
+          // temporary folder per start).
+          resourcePersistencePath: path.join(options.dataDir, 'miniflare'),
           // No network lookup of the Request.cf object: local requests get a fixed placeholder.
           cf: false,
           // The first worker is the one on Miniflare's socket.

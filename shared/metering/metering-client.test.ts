@@ -1,6 +1,7 @@
 /**
- * How the metering client delivers settles: one flusher per object and isolate sends what no
- * acquire carried, in batches; failed sends are retried without losing or doubling anything.
+ * How the metering client delivers settles: each settle resolves only once the object has
+ * answered (it stores the row before it answers); failed sends are retried without losing or
+ * doubling anything; checkpoints are best effort.
  * The RateLimiter here is a recording stand-in (the real object is exercised in
  * durable-objects/rate-limiter*.do.test.ts); only its RPC surface matters to the client.
  */
@@ -28,6 +29,9 @@ const SNAPSHOT = {
 class RecordingLimiter {
   readonly settleCalls: SettleInput[][] = []
   readonly acquireCalls: AcquireInput[] = []
+  readonly checkpointCalls: SettleInput[][] = []
+  readonly returnCalls: LeaseReturnInput[][] = []
+  failCheckpoints = 0
   failSettles = 0
   failAcquires = 0
   /** When set, settleMany waits for it (a send in progress). */
@@ -45,7 +49,7 @@ class RecordingLimiter {
     return { kind: 'granted', snapshot: SNAPSHOT }
   }
 
-  async settleMany(inputs: SettleInput[], _returns: LeaseReturnInput[] = []): Promise<unknown[]> {
+  async settleMany(inputs: SettleInput[], returns: LeaseReturnInput[] = []): Promise<unknown[]> {
     this.sending += 1
     await (this.gate ?? Promise.resolve())
     this.sending -= 1
@@ -54,15 +58,21 @@ class RecordingLimiter {
       throw new Error('object unreachable')
     }
     this.settleCalls.push([...inputs])
+    this.returnCalls.push([...returns])
     return inputs.map(() => ({ recorded: true, creditsUnits: 0 }))
   }
 
-  /** Reservation ids delivered, in order. */
+  async checkpoint(inputs: SettleInput[]): Promise<void> {
+    if (this.failCheckpoints > 0) {
+      this.failCheckpoints -= 1
+      throw new Error('object unreachable')
+    }
+    this.checkpointCalls.push([...inputs])
+  }
+
+  /** Reservation ids the object stored, in order. */
   delivered(): string[] {
-    return [
-      ...this.acquireCalls.flatMap((call) => (call.settles ?? []).map((s) => s.reservationId)),
-      ...this.settleCalls.flat().map((s) => s.reservationId),
-    ]
+    return this.settleCalls.flat().map((s) => s.reservationId)
   }
 }
 
@@ -106,104 +116,91 @@ beforeEach(() => resetMeteringClientState())
 afterEach(() => resetMeteringClientState())
 
 describe('metering client: settle delivery', () => {
-  it('parallel settles of one isolate go out in one batch, sent by the first of them', async () => {
-    const limiter = new RecordingLimiter()
-    const tenant = identity()
-    const meter = openMeter(namespaceOf(limiter), tenant, 'chat.completions', { leases: false })
-    const settles = Array.from({ length: 50 }, (_, i) => meter.settle(grant(i), settled))
-    await Promise.all(settles)
-    expect(limiter.settleCalls).toHaveLength(1)
-    expect(limiter.delivered()).toEqual(Array.from({ length: 50 }, (_, i) => `res-${i}`))
-    expect(limiter.settleCalls[0]![0]).toMatchObject({
-      tenantId: tenant.tenantId,
-      mode: 'live',
-      planId: 'pro',
-      requestId: 'req-0',
-      endpoint: 'chat.completions',
-      principal: 'key:k1',
-      provider: 'mock',
-      usage: { promptTokens: 10, completionTokens: 5, cachedTokens: 0, reasoningTokens: 0 },
-      estimated: false,
-    })
-  })
-
-  it('a settle that finds the flusher running only queues and returns at once', async () => {
-    const limiter = new RecordingLimiter()
-    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
-    const first = meter.settle(grant(0), settled)
-    const second = meter.settle(grant(1), settled)
-    const returned = await Promise.race([
-      second.then(() => 'returned'),
-      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 2)),
-    ])
-    expect(returned).toBe('returned')
-    expect(limiter.delivered()).toEqual([])
-    await first
-    expect(limiter.settleCalls).toHaveLength(1)
-    expect(limiter.delivered()).toEqual(['res-0', 'res-1'])
-  })
-
-  it('settles queued while a batch is being sent go out with the next batch of the same flusher', async () => {
+  it('a settle resolves only once the object has answered (stored the row)', async () => {
     const limiter = new RecordingLimiter()
     let release: () => void = () => {}
     limiter.gate = new Promise<void>((resolve) => {
       release = resolve
     })
-    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
-    const first = meter.settle(grant(0), settled)
+    const tenant = identity()
+    const meter = openMeter(namespaceOf(limiter), tenant, 'chat.completions', { leases: false })
+    let done = false
+    const settling = meter.settle(grant(0), settled).then((ok) => {
+      done = true
+      return ok
+    })
     await vi.waitFor(() => expect(limiter.sending).toBe(1))
-    await meter.settle(grant(1), settled)
+    await Promise.resolve()
+    expect(done).toBe(false)
     release()
-    await first
-    expect(limiter.settleCalls.map((call) => call.map((s) => s.reservationId))).toEqual([
-      ['res-0'],
-      ['res-1'],
+    expect(await settling).toBe(true)
+    expect(limiter.settleCalls).toEqual([
+      [
+        expect.objectContaining({
+          tenantId: tenant.tenantId,
+          mode: 'live',
+          planId: 'pro',
+          reservationId: 'res-0',
+          requestId: 'req-0',
+          endpoint: 'chat.completions',
+          principal: 'key:k1',
+          provider: 'mock',
+          usage: { promptTokens: 10, completionTokens: 5, cachedTokens: 0, reasoningTokens: 0 },
+          estimated: false,
+        }),
+      ],
     ])
+  })
+
+  it('parallel settles each reach the object once', async () => {
+    const limiter = new RecordingLimiter()
+    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => meter.settle(grant(i), settled)))
+    expect(results.every(Boolean)).toBe(true)
+    expect(limiter.delivered().sort()).toEqual(Array.from({ length: 20 }, (_, i) => `res-${i}`).sort())
   })
 
   it('a failed send is retried: every settle is delivered exactly once', async () => {
     const limiter = new RecordingLimiter()
     limiter.failSettles = 2
     const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
-    await Promise.all(Array.from({ length: 5 }, (_, i) => meter.settle(grant(i), settled)))
-    expect(limiter.delivered()).toEqual(['res-0', 'res-1', 'res-2', 'res-3', 'res-4'])
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => meter.settle(grant(i), settled)))
+    expect(results.every(Boolean)).toBe(true)
+    expect(limiter.delivered().sort()).toEqual(['res-0', 'res-1', 'res-2', 'res-3', 'res-4'])
   })
 
-  it('settles ride along with the next acquire; a failed acquire gives them back to the flusher', async () => {
+  it('an object unreachable through every retry: false, and the loss is logged with the request id', async () => {
     const limiter = new RecordingLimiter()
+    limiter.failSettles = 100
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
     const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
-    const settling = [meter.settle(grant(0), settled), meter.settle(grant(1), settled)]
-    limiter.failAcquires = 1
-    await expect(
-      meter.acquire({ requestId: 'req-2', model: 'svc-cell', estimatedTokens: 10 }),
-    ).rejects.toThrow('object unreachable')
-    expect(limiter.acquireCalls[0]?.settles?.map((s) => s.reservationId)).toEqual(['res-0', 'res-1'])
-    await meter.acquire({ requestId: 'req-3', model: 'svc-cell', estimatedTokens: 10 })
-    await Promise.all(settling)
-    // Carried by the second acquire (the first failed); never sent twice.
-    expect(limiter.acquireCalls[1]?.settles?.map((s) => s.reservationId)).toEqual(['res-0', 'res-1'])
-    expect(limiter.settleCalls).toHaveLength(0)
+    expect(await meter.settle(grant(7), settled)).toBe(false)
+    expect(limiter.delivered()).toEqual([])
+    expect(errors.mock.calls.map((c) => String(c[0])).join('\n')).toMatch(
+      /"event":"usage_unrecorded".*"req-7"/,
+    )
+    errors.mockRestore()
   })
 
-  it('the flusher waits for an acquire carrying settles and sends them itself if it fails', async () => {
+  it('an acquire carries no settles: usage is never waiting in the isolate for a later request', async () => {
     const limiter = new RecordingLimiter()
-    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
-    const settling = meter.settle(grant(0), settled)
-    limiter.failAcquires = 1
-    await expect(
-      meter.acquire({ requestId: 'req-1', model: 'svc-cell', estimatedTokens: 10 }),
-    ).rejects.toThrow()
-    await settling
-    expect(limiter.settleCalls.flat().map((s) => s.reservationId)).toEqual(['res-0'])
-  })
-
-  it('after six failed sends in a row the flusher stops; the queue goes with the next acquire', async () => {
-    const limiter = new RecordingLimiter()
-    limiter.failSettles = 6
     const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
     await meter.settle(grant(0), settled)
-    expect(limiter.delivered()).toEqual([])
     await meter.acquire({ requestId: 'req-1', model: 'svc-cell', estimatedTokens: 10 })
+    expect(limiter.acquireCalls[0]).not.toHaveProperty('settles')
     expect(limiter.delivered()).toEqual(['res-0'])
+  })
+
+  it('a checkpoint goes out at once and never throws, even when the object is unreachable', async () => {
+    const limiter = new RecordingLimiter()
+    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
+    await meter.checkpoint(grant(1), { ...settled, estimated: true })
+    expect(limiter.checkpointCalls).toEqual([
+      [expect.objectContaining({ reservationId: 'res-1', estimated: true })],
+    ])
+    limiter.failCheckpoints = 1
+    const warnings = vi.spyOn(console, 'error').mockImplementation(() => {})
+    await expect(meter.checkpoint(grant(2), settled)).resolves.toBeUndefined()
+    warnings.mockRestore()
   })
 })

@@ -5,7 +5,7 @@
  *   const meter = openMeter(env.RATE_LIMITER, identity, 'code.turns')
  *   const grant = await meter.acquire({ requestId, model, estimatedTokens })  // throws the 402/403/429/503 AppError
  *   ...do the work...
- *   ctx.waitUntil(meter.settle(grant, { usage, estimated, provider }))         // never throws
+ *   await meter.settle(grant, { usage, estimated, provider })                 // never throws
  *
  * Binding (wrangler.toml of a worker other than svc-chat):
  *   [[durable_objects.bindings]]
@@ -13,17 +13,16 @@
  *   class_name = "RateLimiter"
  *   script_name = "svc-chat"
  *
- * Settling costs no round trip of its own on a busy isolate: `settle` queues the usage in the
- * isolate's memory and the next `acquire` for the same tenant and mode carries it to the object
- * in the same RPC (a piggyback; the object applies it before admitting the new request). What no
- * acquire carries is sent by the object's flusher: the first settle that finds no flusher running
- * for its object becomes it and, from its own waitUntil, sends the queue (`settleMany`) every
- * SETTLE_FLUSH_DELAY_MS until it is empty (at most FLUSHER_MAX_MS, then the next settle takes
- * over); every other settle only queues, with no timer of its own. The object ignores a
- * reservation it already settled, so a batch is safely resent after a failed call.
+ * Usage is acknowledged only once it is stored: `settle` resolves when the object has committed
+ * the ledger row to its storage (the object writes it before it answers, and its output gate holds
+ * the answer until the write is durable), so a caller that awaits it before answering its own
+ * client never reports usage a crash could lose. A failed call is retried a few times; what still
+ * cannot be delivered is logged (`usage_unrecorded`) and reported as not recorded. The object
+ * ignores a reservation it already settled, so a resend after a lost answer changes nothing.
  *
- * `openMeter(..., { piggyback: false })` turns the ride-along off for a caller whose acquires
- * must not carry other requests' usage (each settle then goes out on its own).
+ * Long requests (streams) report what they have delivered so far with `checkpoint`: the object
+ * keeps the last report of each open request and, if the request never settles (its isolate died
+ * mid-stream), bills that report once the request has been silent for a minute.
  *
  * Admission leases: an acquire that reaches the object also asks for a lease — a slice of the
  * tenant's headroom for this model, usable by this isolate for about a second (the object grants
@@ -49,7 +48,6 @@ import {
   type AcquireResult,
   type LeaseReturnInput,
   MAX_LEASE_REQUESTS,
-  MAX_SETTLE_BATCH,
   type MeterGrant,
   type MeteringScope,
   type RateLimitSnapshot,
@@ -78,25 +76,20 @@ export interface Meter {
     readonly model: ModelAlias
     readonly estimatedTokens: number
   }): Promise<MeterGrant>
-  /** Records the usage of an admitted request (or releases it). Logs and swallows failures. */
-  settle(grant: MeterGrant, usage: MeterUsage): Promise<void>
+  /**
+   * Records the usage of an admitted request (or releases it, usage null). Resolves true once the
+   * object has it in storage (stored now, or already by an earlier send of the same settle); false
+   * when it could not be reached after a few tries (logged as `usage_unrecorded`). Never throws.
+   */
+  settle(grant: MeterGrant, usage: MeterUsage): Promise<boolean>
+  /**
+   * Reports what a request still running has used so far (a stream's delivered tokens). Billed as
+   * it stands if the request never settles. Best effort: never throws, failures are only logged.
+   */
+  checkpoint(grant: MeterGrant, usage: MeterUsage): Promise<void>
   /** The current x-ratelimit-* headers without admitting anything ({} if unavailable). */
   headers(): Promise<Record<string, string>>
 }
-
-/** How long queued settles wait for an acquire to carry them before the flusher sends them. */
-export const SETTLE_FLUSH_DELAY_MS = 20
-/** Failed sends in a row after which the flusher stops (the queue then waits for the next acquire or settle). */
-const SETTLE_ATTEMPTS = 6
-/**
- * How long one request keeps flushing for its isolate before it hands over (a waitUntil is not
- * meant to run for ever on a busy isolate); a flusher older than FLUSHER_STALE_MS is presumed
- * gone (its request was cut off) and the next settle replaces it.
- */
-const FLUSHER_MAX_MS = 2_000
-const FLUSHER_STALE_MS = 10_000
-/** Queued settles kept per object when the object is unreachable; beyond it the oldest are dropped (logged). */
-const MAX_QUEUED_SETTLES = 10_000
 
 /** The first lease an isolate asks for, in requests; later ones follow what the last one admitted. */
 export const INITIAL_LEASE_REQUESTS = 8
@@ -202,105 +195,24 @@ export function resetMeteringClientState(): void {
   nextLeaseSize.clear()
   askingLease.clear()
   returnsByObject.clear()
-  pendingByObject.clear()
-  flushers.clear()
-  carrying.clear()
-}
-
-/** Settles not yet delivered, per object name. Plain data (no I/O objects), so shared by the isolate's requests. */
-const pendingByObject = new Map<string, SettleInput[]>()
-/** The running flusher of each object (one per object and isolate). */
-const flushers = new Map<string, { readonly startedAt: number }>()
-/** Acquires in flight that carry queued settles, per object (a flusher waits for their outcome). */
-const carrying = new Map<string, number>()
-
-function countCarrying(name: string, delta: 1 | -1): void {
-  const n = (carrying.get(name) ?? 0) + delta
-  if (n > 0) carrying.set(name, n)
-  else carrying.delete(name)
-}
-
-function queueOf(name: string): SettleInput[] {
-  let queue = pendingByObject.get(name)
-  if (!queue) {
-    queue = []
-    pendingByObject.set(name, queue)
-  }
-  return queue
-}
-
-/** Takes up to MAX_SETTLE_BATCH queued settles of an object for delivery. */
-function takeQueued(name: string): SettleInput[] {
-  const queue = pendingByObject.get(name)
-  if (!queue || queue.length === 0) return []
-  if (queue.length <= MAX_SETTLE_BATCH) {
-    pendingByObject.delete(name)
-    return queue
-  }
-  return queue.splice(0, MAX_SETTLE_BATCH)
-}
-
-/** A failed delivery: back to the front of the queue, for the next acquire or flush. */
-function requeue(name: string, taken: readonly SettleInput[]): void {
-  if (taken.length === 0) return
-  const queue = pendingByObject.get(name)
-  pendingByObject.set(name, queue ? [...taken, ...queue] : [...taken])
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-function logSettleFailure(event: string, tenantId: string, err: unknown, count: number): void {
+/** Tries per settle (the first send and its resends), and the pause before each resend. */
+const SETTLE_RETRY_DELAYS_MS = [0, 50, 250, 1_000]
+
+function logUsageUnrecorded(tenantId: string, input: SettleInput, err: unknown): void {
   console.error(
     JSON.stringify({
       level: 'error',
-      event,
+      event: 'usage_unrecorded',
       tenant_id: tenantId,
-      settles: count,
+      request_id: input.requestId,
+      reservation_id: input.reservationId,
       detail: err instanceof Error ? err.message : String(err),
     }),
   )
-}
-
-/**
- * The flusher of one object's queue: sends what no acquire carried, every SETTLE_FLUSH_DELAY_MS,
- * until nothing is queued or being carried. Runs in the waitUntil of the settle that started it;
- * after FLUSHER_MAX_MS it hands over (the next settle starts a new one) after one last send.
- */
-async function flushQueue(
-  name: string,
-  stub: DurableObjectStub<RateLimiter>,
-  tenantId: string,
-  flusher: { readonly startedAt: number },
-): Promise<void> {
-  let failures = 0
-  try {
-    for (;;) {
-      await sleep(SETTLE_FLUSH_DELAY_MS * (failures + 1))
-      const last = Date.now() - flusher.startedAt >= FLUSHER_MAX_MS
-      // Hand over before the last send: a settle queued meanwhile starts the next flusher.
-      if (last && flushers.get(name) === flusher) flushers.delete(name)
-      const batch = takeQueued(name)
-      const returns = takeReturns(name)
-      if (batch.length > 0 || returns.length > 0) {
-        try {
-          await stub.settleMany(batch, returns)
-          failures = 0
-        } catch (err) {
-          requeue(name, batch)
-          putBackReturns(name, returns)
-          failures += 1
-          if (failures === SETTLE_ATTEMPTS || last) {
-            logSettleFailure('metering_settle_failed', tenantId, err, batch.length)
-            return
-          }
-        }
-      }
-      if (last) return
-      if (!pendingByObject.has(name) && !carrying.has(name)) return
-    }
-  } finally {
-    if (flushers.get(name) === flusher) flushers.delete(name)
-  }
 }
 
 /** The object for a tenant and mode: `<tenantId>:live` or `<tenantId>:test`. */
@@ -321,7 +233,7 @@ export function openMeter(
   namespace: RateLimiterNamespace,
   identity: Identity,
   endpoint: string,
-  options: { readonly catalog?: PlanCatalog; readonly piggyback?: boolean; readonly leases?: boolean } = {},
+  options: { readonly catalog?: PlanCatalog; readonly leases?: boolean } = {},
 ): Meter {
   const scope: MeteringScope = {
     tenantId: identity.tenantId,
@@ -337,6 +249,25 @@ export function openMeter(
     return stub
   }
   const principal = principalId(identity)
+  const settleInput = (grant: MeterGrant, usage: MeterUsage): SettleInput => ({
+    ...scope,
+    reservationId: grant.reservationId,
+    ...(grant.leaseId === undefined
+      ? {}
+      : { leaseId: grant.leaseId, estimatedTokens: grant.estimatedTokens ?? 0 }),
+    requestId: grant.requestId,
+    model: grant.model,
+    endpoint,
+    principal,
+    provider: usage.provider,
+    usage: usage.usage && {
+      promptTokens: usage.usage.promptTokens,
+      completionTokens: usage.usage.completionTokens,
+      cachedTokens: usage.usage.cachedTokens,
+      reasoningTokens: usage.usage.reasoningTokens,
+    },
+    estimated: usage.estimated,
+  })
 
   return {
     scope,
@@ -355,17 +286,14 @@ export function openMeter(
       const reservationId = crypto.randomUUID()
       const askLease = options.leases !== false && !askingLease.has(key)
       const leaseId = askLease ? crypto.randomUUID() : ''
-      const carried = options.piggyback === false ? [] : takeQueued(name)
       const returns = takeReturns(name)
       let result: AcquireResult
-      if (carried.length > 0) countCarrying(name, 1)
       try {
         const call = object().acquire({
           ...scope,
           reservationId,
           model: request.model,
           estimatedTokens: request.estimatedTokens,
-          ...(carried.length > 0 ? { settles: carried } : {}),
           ...(askLease
             ? {
                 lease: {
@@ -380,12 +308,10 @@ export function openMeter(
         if (askLease) askingLease.set(key, call)
         result = await call
       } catch (err) {
-        requeue(name, carried)
         putBackReturns(name, returns)
         throw err
       } finally {
         if (askLease) askingLease.delete(key)
-        if (carried.length > 0) countCarrying(name, -1)
       }
       if (result.kind === 'unavailable') throw meteringUnavailable(result.detail)
       if (result.kind === 'refused') {
@@ -431,36 +357,36 @@ export function openMeter(
       }
     },
     async settle(grant, usage) {
-      const input: SettleInput = {
-        ...scope,
-        reservationId: grant.reservationId,
-        ...(grant.leaseId === undefined
-          ? {}
-          : { leaseId: grant.leaseId, estimatedTokens: grant.estimatedTokens ?? 0 }),
-        requestId: grant.requestId,
-        model: grant.model,
-        endpoint,
-        principal,
-        provider: usage.provider,
-        usage: usage.usage && {
-          promptTokens: usage.usage.promptTokens,
-          completionTokens: usage.usage.completionTokens,
-          cachedTokens: usage.usage.cachedTokens,
-          reasoningTokens: usage.usage.reasoningTokens,
-        },
-        estimated: usage.estimated,
+      const input = settleInput(grant, usage)
+      let failure: unknown = null
+      for (const delay of SETTLE_RETRY_DELAYS_MS) {
+        if (delay > 0) await sleep(delay)
+        const returns = takeReturns(name)
+        try {
+          await object().settleMany([input], returns)
+          return true
+        } catch (err) {
+          putBackReturns(name, returns)
+          failure = err
+        }
       }
-      const queue = queueOf(name)
-      queue.push(input)
-      if (queue.length > MAX_QUEUED_SETTLES) {
-        const dropped = queue.splice(0, queue.length - MAX_QUEUED_SETTLES)
-        logSettleFailure('metering_settles_dropped', scope.tenantId, 'queue full', dropped.length)
+      logUsageUnrecorded(scope.tenantId, input, failure)
+      return false
+    },
+    async checkpoint(grant, usage) {
+      try {
+        await object().checkpoint([settleInput(grant, usage)])
+      } catch (err) {
+        console.error(
+          JSON.stringify({
+            level: 'warn',
+            event: 'usage_checkpoint_failed',
+            tenant_id: scope.tenantId,
+            request_id: grant.requestId,
+            detail: err instanceof Error ? err.message : String(err),
+          }),
+        )
       }
-      const running = flushers.get(name)
-      if (running && Date.now() - running.startedAt < FLUSHER_STALE_MS) return
-      const flusher = { startedAt: Date.now() }
-      flushers.set(name, flusher)
-      await flushQueue(name, object(), scope.tenantId, flusher)
     },
     async headers() {
       try {

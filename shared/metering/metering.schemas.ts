@@ -85,8 +85,6 @@ export const AcquireInputSchema = MeteringScopeSchema.extend({
   model: z.enum(MODEL_ALIASES),
   /** Tokens the request may use: prompt tokens (counted) + the output budget. Reserved until settled. */
   estimatedTokens: Count,
-  /** Usage of earlier requests of the same tenant and mode, delivered with this call (piggybacked). */
-  settles: SettleBatchSchema.optional(),
   /**
    * Asks for an admission lease besides admitting this request: up to `requests` more requests
    * of this model, `tokensPerRequest` tokens each, to admit locally (see tenant-limiter.ts).

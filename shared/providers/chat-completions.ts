@@ -45,9 +45,11 @@ export interface ChatCompletionInput {
   readonly signal?: AbortSignal
   readonly requestId?: string
   readonly deps?: Partial<UpstreamDeps>
+  /** Streams: runs before the stream's last event goes out (see RelayOptions.beforeEnd). */
+  readonly beforeStreamEnd?: (outcome: StreamOutcome, target: ResultBase['target']) => Promise<unknown>
 }
 
-interface ResultBase {
+export interface ResultBase {
   readonly target: { readonly providerId: string; readonly upstreamModel: string }
   readonly attempts: readonly UpstreamAttempt[]
 }
@@ -66,6 +68,8 @@ export type ChatCompletionResult =
       readonly stream: ReadableStream<Uint8Array>
       /** Settles when the stream ended (completed, cut, or client gone) with the usage to meter. */
       readonly outcome: Promise<StreamOutcome>
+      /** The usage so far, for checkpoints while the stream runs. */
+      readonly progress: () => NormalizedUsage
     })
 
 function completionText(completion: ChatCompletion): string {
@@ -133,10 +137,20 @@ export async function createChatCompletion(input: ChatCompletionInput): Promise<
     idleTimeoutMs: success.target.provider.streamIdleTimeoutMs,
     abortUpstream: success.abort,
     ...(input.signal ? { signal: input.signal } : {}),
+    ...(input.beforeStreamEnd
+      ? { beforeEnd: (o: StreamOutcome) => input.beforeStreamEnd?.(o, target) ?? Promise.resolve() }
+      : {}),
   })
   const outcome = relay.outcome.then((result) => {
     if (result.status === 'upstream_cut') success.breaker.recordFailure(deps.now())
     return result
   })
-  return { kind: 'stream', stream: relay.stream, outcome, target, attempts: success.attempts }
+  return {
+    kind: 'stream',
+    stream: relay.stream,
+    outcome,
+    progress: relay.progress,
+    target,
+    attempts: success.attempts,
+  }
 }

@@ -216,6 +216,12 @@ export interface RelayOptions extends ChatStreamOptions {
   readonly abortUpstream?: () => void
   /** The client request's signal: when it aborts, the relay stops and settles as client_cancelled. */
   readonly signal?: AbortSignal
+  /**
+   * Called when the relay is about to send the stream's last event (`[DONE]` or the error event),
+   * with the outcome; that event waits until the returned promise settles. The chat worker records
+   * the usage here, so a client that saw the stream end knows its usage is stored.
+   */
+  readonly beforeEnd?: (outcome: StreamOutcome) => Promise<unknown>
 }
 
 /** The upstream's SSE bytes: its body, or its reader with the bytes already read from it. */
@@ -244,7 +250,12 @@ const MAX_BUFFERED_CHARS = 256 * 1024
 export function relayChatStream(
   upstream: UpstreamSse,
   options: RelayOptions,
-): { stream: ReadableStream<Uint8Array>; outcome: Promise<StreamOutcome> } {
+): {
+  stream: ReadableStream<Uint8Array>
+  outcome: Promise<StreamOutcome>
+  /** The usage so far: the upstream's when it reported it, otherwise counted from what was relayed. */
+  progress: () => NormalizedUsage
+} {
   const parser = new SseParser()
   const rewriter = new ChatStreamRewriter(options)
   const reader = upstream instanceof ReadableStream ? upstream.getReader() : upstream.reader
@@ -291,10 +302,19 @@ export function relayChatStream(
     wakeClient?.()
   }
   const rewrite = (bytes: Uint8Array) => parser.pushBytes(bytes).flatMap((event) => rewriter.handle(event))
+  let ending = false
+  /** Emits lines; those that end the stream go out only after `beforeEnd` is done with the outcome. */
+  const deliver = async (lines: string[]) => {
+    if (rewriter.terminated && !ending && options.beforeEnd) {
+      ending = true
+      await options.beforeEnd(rewriter.outcome()).catch(() => {})
+    }
+    emit(lines)
+  }
 
   /** Reads the upstream until it ends, the relay terminates the stream, or the client goes away. */
   const readLoop = async () => {
-    if (first) emit(rewrite(first))
+    if (first) await deliver(rewrite(first))
     while (!settled && !rewriter.terminated) {
       if (bufferedChars > MAX_BUFFERED_CHARS) {
         wakeClient?.()
@@ -310,7 +330,7 @@ export function relayChatStream(
       } catch (err) {
         if (settled) return
         stopUpstream()
-        emit(
+        await deliver(
           err instanceof IdleTimeout
             ? rewriter.fail(
                 'upstream_timeout',
@@ -324,10 +344,10 @@ export function relayChatStream(
       if (result.done) {
         const lines = parser.end().flatMap((event) => rewriter.handle(event))
         lines.push(...rewriter.finishUpstream())
-        emit(lines)
+        await deliver(lines)
         return settle()
       }
-      emit(rewrite(result.value))
+      await deliver(rewrite(result.value))
     }
     if (settled) return
     // The stream ended before the upstream did: [DONE] (read what follows so the connection can
@@ -336,10 +356,10 @@ export function relayChatStream(
     else stopUpstream()
     settle()
   }
-  void readLoop().catch(() => {
+  void readLoop().catch(async () => {
     if (settled) return
     stopUpstream()
-    emit(rewriter.fail('upstream_stream_interrupted', STREAM_CUT_MESSAGE))
+    await deliver(rewriter.fail('upstream_stream_interrupted', STREAM_CUT_MESSAGE))
     settle()
   })
 
@@ -366,7 +386,7 @@ export function relayChatStream(
       onClientGone()
     },
   })
-  return { stream, outcome }
+  return { stream, outcome, progress: () => rewriter.outcome().usage }
 }
 
 /**

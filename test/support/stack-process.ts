@@ -14,6 +14,8 @@ export interface RunningStack {
   database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string }
   output: () => string
   stop(): Promise<void>
+  /** SIGKILL to the whole process group (node, workerd, embedded Postgres): a crash, nothing flushed. */
+  kill(): Promise<void>
 }
 
 export async function launchStack(options: {
@@ -21,8 +23,11 @@ export async function launchStack(options: {
   databaseUrl?: string
   env?: Record<string, string>
   timeoutMs?: number
+  /** `npm start -- --runtime=<runtime>`; default Miniflare (plain `npm start`). */
+  runtime?: 'miniflare' | 'workerd'
 }): Promise<RunningStack> {
-  const child: ChildProcess = spawn('npm', ['start', '--silent'], {
+  const args = ['start', '--silent', ...(options.runtime === 'workerd' ? ['--', '--runtime=workerd'] : [])]
+  const child: ChildProcess = spawn('npm', args, {
     cwd: ROOT,
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -73,6 +78,15 @@ export async function launchStack(options: {
     credentials,
     database: runtime.database,
     output: () => output,
+    async kill() {
+      if (child.exitCode !== null) return
+      try {
+        process.kill(-child.pid!, 'SIGKILL')
+      } catch {
+        return
+      }
+      await exited
+    },
     async stop() {
       if (child.exitCode !== null) return
       try {

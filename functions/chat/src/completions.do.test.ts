@@ -123,24 +123,54 @@ describe('chat worker: deployments without a model provider', () => {
     expect(body.choices[0]?.message.content).toMatch(/^Test mode reply from svc-cell/)
     expect(res.headers.get('x-ratelimit-limit-requests')).toBe('120')
     expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('119')
-    await waitOnExecutionContext(ctx)
-    const stub = chatEnv.RATE_LIMITER.get(chatEnv.RATE_LIMITER.idFromName(`${who.tenantId}:test`))
-    const rows = await runInDurableObject(stub, (instance: RateLimiter, state) => {
-      instance.pendingCount()
-      return state.storage.sql
-        .exec('select mode, provider, prompt_tokens, completion_tokens from ledger')
-        .toArray()
-    })
-    expect(rows).toEqual([
+    // Stored before the answer left: read at once, without waiting for the request's waitUntil.
+    expect(await ledgerRows(who)).toEqual([
       {
         mode: 'test',
         provider: 'svc-test-mode',
         prompt_tokens: body.usage.prompt_tokens,
         completion_tokens: body.usage.completion_tokens,
+        estimated: 0,
       },
     ])
+    await waitOnExecutionContext(ctx)
+  })
+
+  it('a stream ends with [DONE] only once its usage is stored', async () => {
+    const who = identity('test')
+    const { res, ctx } = await call(who, { ...hello, stream: true, stream_options: { include_usage: true } })
+    expect(res.status).toBe(200)
+    const text = await res.text()
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true)
+    const usage = JSON.parse(
+      text
+        .split('\n\n')
+        .filter((e) => e.startsWith('data: {'))
+        .map((e) => e.slice(6))
+        .find((e) => e.includes('"usage":{')) ?? 'null',
+    ) as { usage: { prompt_tokens: number; completion_tokens: number } }
+    expect(await ledgerRows(who)).toEqual([
+      {
+        mode: 'test',
+        provider: 'svc-test-mode',
+        prompt_tokens: usage.usage.prompt_tokens,
+        completion_tokens: usage.usage.completion_tokens,
+        estimated: 0,
+      },
+    ])
+    await waitOnExecutionContext(ctx)
   })
 })
+
+/** The ledger rows in the tenant's test-mode RateLimiter storage, read straight from SQLite. */
+function ledgerRows(who: Identity) {
+  const stub = chatEnv.RATE_LIMITER.get(chatEnv.RATE_LIMITER.idFromName(`${who.tenantId}:test`))
+  return runInDurableObject(stub, (_instance: RateLimiter, state) =>
+    state.storage.sql
+      .exec('select mode, provider, prompt_tokens, completion_tokens, estimated from ledger')
+      .toArray(),
+  )
+}
 
 describe('chat worker: x-ratelimit headers on refusals', () => {
   it('a 400 carries the current counters and is not counted', async () => {

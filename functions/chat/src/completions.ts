@@ -10,8 +10,10 @@
  *   5. the model: live keys → the configured upstreams (failover, retries,
  *      breaker); test keys → the built-in simulated model, never upstream
  *   6. the answer: JSON, or SSE relayed chunk by chunk
- *   7. off the request path (waitUntil): settle the reservation with the usage
- *      (the upstream's, or counted with the tokenizer when a stream was cut)
+ *   7. the usage is stored before the client is told the request ended: a JSON answer
+ *      leaves once the RateLimiter has the ledger row; a stream's last event
+ *      (`[DONE]` or the error event) waits for it too, and while it runs the stream
+ *      checkpoints what it has delivered, so a crash mid-stream bills that much
  *
  * Every response carries x-ratelimit-* headers (index.ts adds them to refusals that happen
  * before step 4).
@@ -26,7 +28,12 @@ import { checkChatEntitlements } from '../../../shared/plans/entitlements'
 import { getPlan, type Plan, type PlanCatalog, planCatalogFromEnv } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError, type UpgradeDecision } from '../../../shared/plans/upgrade-decision'
 import { type ChatMode, createChatCompletion } from '../../../shared/providers/chat-completions'
-import { type ChatCompletion, requestedMaxTokens } from '../../../shared/providers/chat-wire'
+import type { StreamOutcome } from '../../../shared/providers/chat-stream'
+import {
+  type ChatCompletion,
+  type NormalizedUsage,
+  requestedMaxTokens,
+} from '../../../shared/providers/chat-wire'
 import {
   MODEL_PROVIDERS_VAR,
   type ProviderRegistry,
@@ -50,6 +57,37 @@ export const CHAT_COMPLETIONS_PATH = '/svc/chat/completions'
  * ends, so this only bounds how many such requests can be in flight at once.
  */
 export const DEFAULT_OUTPUT_TOKEN_ESTIMATE = 1024
+
+/** A running stream reports its usage so far this often when it has grown... */
+export const STREAM_CHECKPOINT_MS = 2_000
+/** ...and at least this often while it is open (the RateLimiter bills a stream silent for a minute as it stands). */
+export const STREAM_CHECKPOINT_KEEPALIVE_MS = 20_000
+
+/**
+ * Checkpoints a running stream: once at once (the prompt is paid for as soon as the upstream
+ * answers), then whenever the usage grew in the last STREAM_CHECKPOINT_MS, and at least every
+ * STREAM_CHECKPOINT_KEEPALIVE_MS. Returns the function that stops it.
+ */
+function checkpointStream(send: (usage: NormalizedUsage) => Promise<void>, progress: () => NormalizedUsage) {
+  let timer: ReturnType<typeof setTimeout> | null = null
+  let lastTotal = -1
+  let lastSentAt = 0
+  const tick = () => {
+    const usage = progress()
+    const now = Date.now()
+    if (usage.totalTokens !== lastTotal || now - lastSentAt >= STREAM_CHECKPOINT_KEEPALIVE_MS) {
+      lastTotal = usage.totalTokens
+      lastSentAt = now
+      void send(usage)
+    }
+    timer = setTimeout(tick, STREAM_CHECKPOINT_MS)
+  }
+  tick()
+  return () => {
+    if (timer !== null) clearTimeout(timer)
+    timer = null
+  }
+}
 
 function planOf(identity: Identity, catalog: PlanCatalog): Plan {
   const plan = getPlan(identity.planId, catalog)
@@ -169,6 +207,20 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
     estimatedTokens: promptTokens + (maxOutput ?? DEFAULT_OUTPUT_TOKEN_ESTIMATE) * (request.n ?? 1),
   })
 
+  // The usage of a stream is recorded once, by whichever comes first: the relay about to send
+  // the last event, or the stream ending otherwise (the client went away).
+  let streamSettle: Promise<boolean> | null = null
+  let stopCheckpoints = () => {}
+  const settleStream = (outcome: StreamOutcome, provider: string): Promise<boolean> => {
+    stopCheckpoints()
+    streamSettle ??= meter.settle(grant, {
+      usage: outcome.usage,
+      estimated: outcome.usageSource === 'estimated',
+      provider,
+    })
+    return streamSettle
+  }
+
   let result: Awaited<ReturnType<typeof createChatCompletion>>
   try {
     result = await createChatCompletion({
@@ -179,6 +231,7 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
       env: providerEnv(env),
       ...(call.signal ? { signal: call.signal } : {}),
       requestId,
+      beforeStreamEnd: (outcome, target) => settleStream(outcome, target.providerId),
     })
   } catch (err) {
     executionCtx.waitUntil(meter.settle(grant, { usage: null, estimated: false, provider: 'none' }))
@@ -186,26 +239,22 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
   }
 
   if (result.kind === 'json') {
-    executionCtx.waitUntil(
-      meter.settle(grant, {
-        usage: result.usage,
-        estimated: result.usageSource === 'estimated',
-        provider: result.target.providerId,
-      }),
-    )
+    await meter.settle(grant, {
+      usage: result.usage,
+      estimated: result.usageSource === 'estimated',
+      provider: result.target.providerId,
+    })
     return { kind: 'json', completion: result.completion, headers: grant.headers }
   }
 
   const provider = result.target.providerId
-  executionCtx.waitUntil(
-    result.outcome.then((outcome) =>
-      meter.settle(grant, {
-        usage: outcome.usage,
-        estimated: outcome.usageSource === 'estimated',
-        provider,
-      }),
-    ),
-  )
+  if (streamSettle === null) {
+    stopCheckpoints = checkpointStream(
+      (usage) => meter.checkpoint(grant, { usage, estimated: true, provider }),
+      result.progress,
+    )
+  }
+  executionCtx.waitUntil(result.outcome.then((outcome) => settleStream(outcome, provider)))
   return { kind: 'stream', stream: result.stream, headers: grant.headers }
 }
 
