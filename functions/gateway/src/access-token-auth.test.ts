@@ -45,6 +45,7 @@ function deps(principals: Record<string, PrincipalRecord | null> = {}) {
     },
     issuer: 'svc',
     leewaySeconds: 30,
+    maxLifetimeSeconds: 900,
     principalTtlMs: 30_000,
   }
   return { value, counts }
@@ -166,6 +167,18 @@ describe('gateway access-token authentication', () => {
       code: 'token_principal_revoked',
     })
     expect(d.counts.lookups).toBe(2)
+  })
+
+  it("refuses a genuine token that lives longer than the issuer's configured maximum", async () => {
+    const d = deps({ [`${TENANT} ${USER}`]: member })
+    const long = await refusal(verifyBearerToken(await token(mlDsa, { ttl: 3600 }), ['platform'], d.value))
+    expect(long).toMatchObject({ status: 401, code: 'token_lifetime_too_long' })
+    await expect(
+      verifyBearerToken(await token(mlDsa, { ttl: 3600 }), ['platform'], {
+        ...d.value,
+        maxLifetimeSeconds: 3600,
+      }),
+    ).resolves.toMatchObject({ tenantId: TENANT })
   })
 
   it('refuses a token without tenant_id and a subject that is neither a user nor a service account', async () => {

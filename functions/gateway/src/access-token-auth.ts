@@ -4,7 +4,8 @@
  *
  * 1. the JWS (shared/crypto `verifyAccessToken`): shape, `alg` one of ML-DSA-44/65/87 or EdDSA
  *    (never `none`, never HMAC or RSA/ECDSA), `kid` of a published key of that algorithm, the
- *    signature, the claims, `iss`, and `exp`/`nbf`/`iat` with JWT_LEEWAY_SECONDS of leeway;
+ *    signature, the claims, `iss`, a lifetime (`exp` - `iat`) no longer than the issuer's
+ *    AUTH_ACCESS_TOKEN_TTL_SECONDS, and `exp`/`nbf`/`iat` with JWT_LEEWAY_SECONDS of leeway;
  * 2. `tenant_id` present (every token this product issues is tenant-scoped);
  * 3. the audience against the route (shared/routing FAMILY_TOKEN_AUDIENCES): 403
  *    `token_wrong_audience` for a genuine token meant for another audience;
@@ -44,6 +45,8 @@ export interface TokenAuthDeps {
   lookupPrincipal(tenantId: string, subject: Subject): Promise<PrincipalRecord | null>
   issuer: string
   leewaySeconds: number
+  /** The issuer's access-token lifetime (AUTH_ACCESS_TOKEN_TTL_SECONDS): no token may declare a longer one. */
+  maxLifetimeSeconds: number
   principalTtlMs: number
   /** The clock, in ms since the epoch (`Date.now` unless a test moves time). */
   now?: () => number
@@ -98,6 +101,7 @@ async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Pro
     issuer: deps.issuer,
     leewaySeconds: deps.leewaySeconds,
     now: new Date(now),
+    maxLifetimeSeconds: deps.maxLifetimeSeconds,
   })
   const { claims } = verified
   if (claims.tenant_id === undefined || !UUID.test(claims.tenant_id)) {
@@ -262,6 +266,15 @@ function seconds(value: string | undefined, fallback: number, max = Number.POSIT
   return value !== undefined && Number.isFinite(n) && n >= 0 && n <= max ? n : fallback
 }
 
+/** The auth worker's default access-token lifetime (functions/auth auth.context.ts). */
+const DEFAULT_ACCESS_TOKEN_TTL_SECONDS = 900
+
+/** AUTH_ACCESS_TOKEN_TTL_SECONDS as the auth worker reads it: a positive whole number, else 900. */
+function accessTokenTtl(value: string | undefined): number {
+  const n = Number(value)
+  return value !== undefined && Number.isInteger(n) && n > 0 ? n : DEFAULT_ACCESS_TOKEN_TTL_SECONDS
+}
+
 export function authenticateAccessToken(
   token: string,
   audiences: readonly Audience[] | null,
@@ -273,6 +286,7 @@ export function authenticateAccessToken(
     lookupPrincipal: (tenantId, subject) => lookupPrincipal(env, ctx, tenantId, subject),
     issuer: env.JWT_ISSUER?.trim() || 'svc',
     leewaySeconds: seconds(env.JWT_LEEWAY_SECONDS, 30, 300),
+    maxLifetimeSeconds: accessTokenTtl(env.AUTH_ACCESS_TOKEN_TTL_SECONDS),
     principalTtlMs: seconds(env.API_KEY_CACHE_TTL_SECONDS, 30) * 1000,
   })
 }
