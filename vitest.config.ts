@@ -36,6 +36,8 @@ export default defineConfig(async () => {
   await bundleWorker(path.resolve('functions/chat/src/index.ts'), chatBundle)
   // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
   const authBundle = path.resolve('.data/vitest-aux/svc-auth/index.js')
+  const platformBundle = path.resolve('.data/vitest-aux/svc-platform/index.js')
+  await bundleWorker(path.resolve('functions/platform/src/index.ts'), platformBundle)
   await bundleWorker(path.resolve('functions/auth/src/index.ts'), authBundle)
   const keys = async (algs: readonly ('EdDSA' | 'ML-DSA-44' | 'ML-DSA-65')[]) =>
     JSON.stringify(await Promise.all(algs.map(testPrivateJwk)))
@@ -72,6 +74,19 @@ export default defineConfig(async () => {
                 compatibilityDate: '2026-10-01',
                 compatibilityFlags: ['nodejs_compat'],
                 bindings: { ...inject('unitDatabase') },
+                // Families record security events in the audit logs the platform worker hosts.
+                durableObjects: { AUDIT_LOG: { className: 'AuditLog', scriptName: 'svc-platform' } },
+                workers: [
+                  {
+                    name: 'svc-platform',
+                    modules: true,
+                    scriptPath: platformBundle,
+                    compatibilityDate: '2026-10-01',
+                    compatibilityFlags: ['nodejs_compat'],
+                    bindings: { LOG_SIGNING_KEYS: logSigningKeys },
+                    durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
+                  },
+                ],
               },
             })),
           ],

@@ -77,7 +77,7 @@ async function renderPolicy(view: TenantPolicy) {
 /** The change on the tenant's audit log, durable before the new policy is acknowledged. */
 async function recordPolicyChange(
   c: Context<FamilyEnv<PlatformEnv>>,
-  previous: TenantPolicy,
+  previous: TenantPolicy | null,
   saved: TenantPolicy,
 ) {
   await recordAuditEvent(c, {
@@ -88,7 +88,7 @@ async function recordPolicyChange(
     mode: saved.policy.mode,
     enabled: saved.policy.enabled,
     policy_digest: await policyDigest(saved.policy),
-    previous_policy_digest: previous.source === 'stored' ? await policyDigest(previous.policy) : null,
+    previous_policy_digest: previous?.source === 'stored' ? await policyDigest(previous.policy) : null,
   })
 }
 
@@ -162,7 +162,11 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
       }
       const policy = validatePolicy(candidate)
       const view = await withDatabase(c, async (db) => {
-        const previous = await loadTenantPolicy(db, identity.tenantId)
+        // A PUT also repairs an unreadable stored policy: it then has no previous digest to record.
+        const previous = await loadTenantPolicy(db, identity.tenantId).catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'crypto_policy_unreadable') return null
+          throw err
+        })
         const saved = await saveTenantPolicy(db, {
           tenantId: identity.tenantId,
           policy,
