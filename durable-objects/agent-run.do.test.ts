@@ -7,6 +7,7 @@
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { type AgentEvent, type AgentEventOf, sequenceProblems } from '../functions/code/src/agent-events'
+import { PLAN_CATALOG_CONFIG } from '../shared/plans/plan-catalog'
 import type { AgentRun, RunReply } from './agent-run.do'
 import {
   codeEnv,
@@ -80,6 +81,7 @@ afterEach(() => {
   uninstallUpstream()
   uninstallLimiter()
   delete mutableEnv.AGENT_HEARTBEAT_MS
+  delete mutableEnv.PLAN_CATALOG
 })
 
 describe('a test-mode turn', () => {
@@ -698,6 +700,23 @@ describe('metering', () => {
     expect(response.status).toBe(200)
     expect(response.headers.get('x-ratelimit-limit-requests')).toBe('600')
     expect(terminal(await readAll(response)).type).toBe('turn.completed')
+  })
+})
+
+describe("the deployment's plan catalog", () => {
+  it("checks each model call against the configured plan's context limit, not the built-in one", async () => {
+    mutableEnv.PLAN_CATALOG = JSON.stringify({
+      ...PLAN_CATALOG_CONFIG,
+      plans: PLAN_CATALOG_CONFIG.plans.map((p) =>
+        p.id === 'team' ? { ...p, contextLimitTokens: 1_000 } : p,
+      ),
+    })
+    const run = newRun('test', 'team')
+    const { events } = await runTurn(run, { request: 'hello' })
+    expect(terminal(events)).toMatchObject({
+      type: 'turn.failed',
+      data: { error: { code: 'context_limit_reached' }, retryable: false },
+    })
   })
 })
 

@@ -38,6 +38,7 @@ import type { TurnPlan } from '../functions/code/src/turn-plan'
 import { modelEntry } from '../shared/catalog/model-catalog'
 import { AppError, toAppError } from '../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter } from '../shared/metering'
+import { resolvePlan } from '../shared/plans'
 import type { Identity } from '../shared/worker/request-context'
 import {
   type AnswerPlan,
@@ -239,14 +240,18 @@ export class AgentRun extends DurableObject<CodeEnv> implements LoopHost {
     try {
       const first = this.checkTurn(call)
       if (first.kind === 'reattach') return this.follow(call.runId, first.turn, call.request.cursor ?? 0)
+      const { catalog } = resolvePlan(this.env, call.identity.planId)
       const meter = openMeter(this.env.RATE_LIMITER, call.identity, 'code.turns')
       let grant: MeterGrant
       try {
-        grant = await meter.acquire({
-          requestId: `agent-turn:${call.runId}:${call.bodyHash.slice(7, 39)}`,
-          model: call.plan.model,
-          estimatedTokens: estimatedTurnTokens(call.plan),
-        })
+        grant = await meter.acquire(
+          {
+            requestId: `agent-turn:${call.runId}:${call.bodyHash.slice(7, 39)}`,
+            model: call.plan.model,
+            estimatedTokens: estimatedTurnTokens(call.plan),
+          },
+          catalog,
+        )
       } catch (err) {
         throw err instanceof AppError
           ? err

@@ -43,7 +43,7 @@ import type { ApprovalAnswer, ToolResult } from '../functions/code/src/turn.sche
 import type { TurnPlan } from '../functions/code/src/turn-plan'
 import { modelEntry } from '../shared/catalog/model-catalog'
 import { AppError, toAppError } from '../shared/http/errors'
-import { checkContextLimit, getPlan, upgradeMessage } from '../shared/plans'
+import { checkContextLimit, resolvePlan, upgradeMessage } from '../shared/plans'
 import { countPromptTokens, countTextTokens } from '../shared/providers'
 import type {
   ChatFunctionTool,
@@ -478,7 +478,6 @@ export class TurnLoop {
     const budget = turnOutputBudget(plan.effort ?? undefined, modelEntry(plan.model).max_output_length)
     const registry = new ClientToolRegistry(plan.client_tools)
     const tools = toolsFor(plan)
-    const planLimits = getPlan(plan.plan_id)
     for (;;) {
       const current = this.turnRow(exec.turnId)
       const run = store.run()
@@ -498,10 +497,19 @@ export class TurnLoop {
         ...store.conversation(),
       ]
       const promptTokens = countPromptTokens(messages, tools)
-      if (planLimits) {
-        const decision = checkContextLimit(planLimits, { promptTokens, maxOutputTokens: remaining })
-        if (decision)
-          return this.fail(exec.turnId, { code: decision.reason, message: upgradeMessage(decision) }, false)
+      // Resolved for every call: the deployment's catalog decides, as it does for chat.
+      const { plan: billingPlan, catalog } = resolvePlan(host.workerEnv, plan.plan_id)
+      const decision = checkContextLimit(
+        billingPlan,
+        { promptTokens, maxOutputTokens: remaining },
+        { catalog },
+      )
+      if (decision) {
+        return this.fail(
+          exec.turnId,
+          { code: decision.reason, message: upgradeMessage(decision, catalog) },
+          false,
+        )
       }
       const request: ProviderChatRequest = {
         model: plan.model,

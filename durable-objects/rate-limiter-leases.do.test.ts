@@ -10,6 +10,7 @@ import {
   type RateLimiterNamespace,
   resetMeteringClientState,
 } from '../shared/metering/metering-client'
+import { PLAN_CATALOG } from '../shared/plans/plan-catalog'
 import type { Identity } from '../shared/worker/request-context'
 import type { RateLimiter } from './rate-limiter.do'
 
@@ -29,7 +30,7 @@ async function acquireAll(identity: Identity, n: number) {
   const meter = openMeter(RATE_LIMITER, identity, 'chat.completions')
   const outcomes = await Promise.allSettled(
     Array.from({ length: n }, (_, i) =>
-      meter.acquire({ requestId: `req_${i}`, model: 'svc-cell', estimatedTokens: 50 }),
+      meter.acquire({ requestId: `req_${i}`, model: 'svc-cell', estimatedTokens: 50 }, PLAN_CATALOG),
     ),
   )
   const grants = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))
@@ -63,7 +64,12 @@ describe('RateLimiter admission leases', () => {
     let refused = 0
     for (let i = 0; i < 700; i++) {
       try {
-        grants.push(await meter.acquire({ requestId: `req_${i}`, model: 'svc-cell', estimatedTokens: 50 }))
+        grants.push(
+          await meter.acquire(
+            { requestId: `req_${i}`, model: 'svc-cell', estimatedTokens: 50 },
+            PLAN_CATALOG,
+          ),
+        )
       } catch {
         refused += 1
       }

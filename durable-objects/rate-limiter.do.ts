@@ -64,7 +64,7 @@ import {
   RATE_WINDOW_MS,
   TenantLimiter,
 } from '../shared/metering/tenant-limiter'
-import { getPlan, type Plan, type PlanCatalog, planCatalogFromEnv } from '../shared/plans/plan-catalog'
+import { type BillingPlan, getPlan, type PlanCatalog, planCatalogFromEnv } from '../shared/plans/plan-catalog'
 
 export interface RateLimiterEnv extends DatabaseEnv {
   /** Delay between the first unflushed ledger row and the flush to Postgres (ms, default 1000). */
@@ -332,11 +332,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
    * recorded (never lose a metered request), without charging credits.
    */
   private applySettles(
-    ready: { limiter: TenantLimiter; plan: Plan } | string,
+    ready: { limiter: TenantLimiter; plan: BillingPlan } | string,
     inputs: readonly SettleInput[],
   ): SettleResult[] {
     let limiter: TenantLimiter
-    let plan: Plan
+    let plan: BillingPlan
     if (typeof ready === 'string') {
       const fallbackPlan = inputs[0] && getPlan(inputs[0].planId, this.catalog())
       if (!fallbackPlan) return inputs.map(() => ({ recorded: false, creditsUnits: 0 }))
@@ -430,7 +430,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
   }
 
   /** Binds this object to its tenant/mode on first use, and loads its state once. */
-  private async ready(scope: MeteringScope): Promise<{ limiter: TenantLimiter; plan: Plan } | string> {
+  private async ready(scope: MeteringScope): Promise<{ limiter: TenantLimiter; plan: BillingPlan } | string> {
     const plan = getPlan(scope.planId, this.catalog())
     if (!plan) return `plan "${scope.planId}" is not in the plan catalog`
     this.bind(scope)
@@ -462,7 +462,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     )
   }
 
-  private async load(mode: MeteringMode, tenantId: string, plan: Plan): Promise<TenantLimiter> {
+  private async load(mode: MeteringMode, tenantId: string, plan: BillingPlan): Promise<TenantLimiter> {
     const now = this.clock()
     let balance: LimiterBalance | null = null
     if (mode === 'live') {
@@ -530,7 +530,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
   /** Sends every pending row to Postgres, oldest first; returns whether anything was sent. */
   private async flushPending(
     scope: { tenantId: string; mode: MeteringMode },
-    plan: Plan,
+    plan: BillingPlan,
     now: number,
   ): Promise<boolean> {
     let sent = false

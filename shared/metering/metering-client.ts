@@ -2,8 +2,9 @@
  * The typed client every worker uses to meter a request against the RateLimiter object of the
  * caller's tenant (see durable-objects/rate-limiter.do.ts and docs/plans.md):
  *
+ *   const { catalog } = resolvePlan(env, identity.planId)
  *   const meter = openMeter(env.RATE_LIMITER, identity, 'code.turns')
- *   const grant = await meter.acquire({ requestId, model, estimatedTokens })  // throws the 402/403/429/503 AppError
+ *   const grant = await meter.acquire({ requestId, model, estimatedTokens }, catalog)  // throws the 402/403/429/503 AppError
  *   ...do the work...
  *   await meter.settle(grant, { usage, estimated, provider })                 // never throws
  *
@@ -70,12 +71,18 @@ export interface MeterUsage {
 
 export interface Meter {
   readonly scope: MeteringScope
-  /** Admits the request or throws the action-required AppError (rate-limit headers included). */
-  acquire(request: {
-    readonly requestId: string
-    readonly model: ModelAlias
-    readonly estimatedTokens: number
-  }): Promise<MeterGrant>
+  /**
+   * Admits the request or throws the action-required AppError (rate-limit headers included),
+   * worded with the deployment's catalog (resolvePlan).
+   */
+  acquire(
+    request: {
+      readonly requestId: string
+      readonly model: ModelAlias
+      readonly estimatedTokens: number
+    },
+    catalog: PlanCatalog,
+  ): Promise<MeterGrant>
   /**
    * Records the usage of an admitted request (or releases it, usage null). Resolves true once the
    * object has it in storage (stored now, or already by an earlier send of the same settle); false
@@ -233,7 +240,7 @@ export function openMeter(
   namespace: RateLimiterNamespace,
   identity: Identity,
   endpoint: string,
-  options: { readonly catalog?: PlanCatalog; readonly leases?: boolean } = {},
+  options: { readonly leases?: boolean } = {},
 ): Meter {
   const scope: MeteringScope = {
     tenantId: identity.tenantId,
@@ -271,7 +278,7 @@ export function openMeter(
 
   return {
     scope,
-    async acquire(request) {
+    async acquire(request, catalog) {
       const key = `${name}|${request.model}`
       // While another request of this isolate fetches a lease, wait for it and admit from it
       // rather than asking the object too (a few rounds at most; then go to the object).
@@ -316,10 +323,7 @@ export function openMeter(
       if (result.kind === 'unavailable') throw meteringUnavailable(result.detail)
       if (result.kind === 'refused') {
         const headers = rateLimitHeaders(result.snapshot)
-        const error = actionRequiredError(
-          result.decision,
-          options.catalog ? { catalog: options.catalog } : {},
-        )
+        const error = actionRequiredError(result.decision, { catalog })
         Object.assign(error.headers, headers)
         throw error
       }

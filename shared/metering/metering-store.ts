@@ -13,22 +13,22 @@
  */
 import { sql } from 'drizzle-orm'
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../db/client'
-import type { Plan } from '../plans/plan-catalog'
+import type { BillingPlan } from '../plans/plan-catalog'
 import { billingPeriodAt } from './billing-period'
 import type { BalanceRow, LedgerEntry, MeteringMode, StoredBalance } from './metering.schemas'
 import { CREDIT_UNITS_PER_CENT, centsToUnits, unitsToCents } from './pricing'
 
 export interface MeteringStore {
   /** The balance for the period containing `now` (created or rolled over if needed), with per-model tokens. */
-  loadBalance(tenantId: string, plan: Plan, now: number): Promise<StoredBalance>
+  loadBalance(tenantId: string, plan: BillingPlan, now: number): Promise<StoredBalance>
   /** Re-reads the balance row (credits bought, usage credits switched on, cap changed elsewhere). */
-  readBalance(tenantId: string, plan: Plan, now: number): Promise<BalanceRow>
+  readBalance(tenantId: string, plan: BillingPlan, now: number): Promise<BalanceRow>
   /** Writes a batch of ledger rows; for live rows, returns the balance after adding them. */
   flushLedger(
     tenantId: string,
     mode: MeteringMode,
     entries: readonly LedgerEntry[],
-    plan: Plan,
+    plan: BillingPlan,
     now: number,
   ): Promise<BalanceRow | null>
 }
@@ -62,7 +62,7 @@ const BALANCE_COLUMNS = sql.raw(
 )
 
 /** Creates the tenant's balance row, or rolls it over to the current month; idempotent. */
-async function ensurePeriod(db: Drizzle, tenantId: string, plan: Plan, now: number): Promise<void> {
+async function ensurePeriod(db: Drizzle, tenantId: string, plan: BillingPlan, now: number): Promise<void> {
   const period = billingPeriodAt(now)
   const start = new Date(period.start).toISOString()
   const included = unitsToCents(plan.includedCreditsCents * CREDIT_UNITS_PER_CENT)
@@ -88,7 +88,7 @@ async function selectBalance(db: Drizzle, tenantId: string): Promise<BalanceRow>
 export async function loadBalance(
   db: Drizzle,
   tenantId: string,
-  plan: Plan,
+  plan: BillingPlan,
   now: number,
 ): Promise<StoredBalance> {
   await ensurePeriod(db, tenantId, plan, now)
@@ -106,7 +106,7 @@ export async function loadBalance(
 export async function readBalance(
   db: Drizzle,
   tenantId: string,
-  plan: Plan,
+  plan: BillingPlan,
   now: number,
 ): Promise<BalanceRow> {
   await ensurePeriod(db, tenantId, plan, now)
@@ -118,7 +118,7 @@ export async function flushLedger(
   tenantId: string,
   mode: MeteringMode,
   entries: readonly LedgerEntry[],
-  plan: Plan,
+  plan: BillingPlan,
   now: number,
 ): Promise<BalanceRow | null> {
   if (entries.length > FLUSH_BATCH_SIZE) throw new Error(`at most ${FLUSH_BATCH_SIZE} rows per flush`)

@@ -1,6 +1,12 @@
 import { Validator } from '@cfworker/json-schema'
 import { describe, expect, it } from 'vitest'
-import { getPlan, PLAN_CATALOG_CONFIG, type Plan, parsePlanCatalog } from '../plans/plan-catalog'
+import {
+  type BillingPlan,
+  getPlan,
+  PLAN_CATALOG,
+  PLAN_CATALOG_CONFIG,
+  parsePlanCatalog,
+} from '../plans/plan-catalog'
 import { actionRequiredError } from '../plans/upgrade-decision'
 import schema from '../plans/upgrade-decision.schema.json'
 import { billingPeriodAt } from './billing-period'
@@ -8,7 +14,7 @@ import type { AcquireResult, MeteredUsage } from './metering.schemas'
 import { CREDIT_UNITS_PER_CENT, usageCostUnits } from './pricing'
 import { type LimiterBalance, TenantLimiter } from './tenant-limiter'
 
-const plan = (id: string): Plan => getPlan(id)!
+const plan = (id: string): BillingPlan => getPlan(id, PLAN_CATALOG)!
 const free = plan('free')
 const pro = plan('pro')
 const team = plan('team')
@@ -57,14 +63,16 @@ function settleRequest(
 
 function refusal(result: AcquireResult) {
   if (result.kind !== 'refused') throw new Error(`expected a refusal, got ${result.kind}`)
-  const body = JSON.parse(JSON.stringify(actionRequiredError(result.decision).toBody()))
+  const body = JSON.parse(
+    JSON.stringify(actionRequiredError(result.decision, { catalog: PLAN_CATALOG }).toBody()),
+  )
   expect(validator.validate(body).errors).toEqual([])
   return result.decision
 }
 
 describe('TenantLimiter: requests per minute', () => {
   it('admits exactly the limit in a burst, then refuses with the time until the oldest request leaves', () => {
-    const limiter = new TenantLimiter('live', balance())
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
     const results = Array.from({ length: free.requestsPerMinute + 5 }, (_, i) =>
       limiter.acquire(free, { reservationId: `r${i}`, model: 'svc-cell', estimatedTokens: 10 }, NOW + i),
     )
@@ -84,7 +92,7 @@ describe('TenantLimiter: requests per minute', () => {
   })
 
   it('slides: one minute after the burst the window has room again', () => {
-    const limiter = new TenantLimiter('live', balance())
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
     for (let i = 0; i < free.requestsPerMinute; i++)
       limiter.acquire(free, { reservationId: `r${i}`, model: 'svc-cell', estimatedTokens: 1 }, NOW)
     expect(
@@ -96,7 +104,7 @@ describe('TenantLimiter: requests per minute', () => {
   })
 
   it('reports the counters OpenAI-style: limit, remaining after this request, time until the oldest leaves', () => {
-    const limiter = new TenantLimiter('test', null)
+    const limiter = new TenantLimiter('test', null, PLAN_CATALOG)
     limiter.acquire(pro, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 100 }, NOW)
     const result = limiter.acquire(
       pro,
@@ -119,7 +127,7 @@ describe('TenantLimiter: requests per minute', () => {
 
 describe('TenantLimiter: tokens per minute', () => {
   it('reserves the estimate, refuses what would exceed the limit, and frees it when settled lower', () => {
-    const limiter = new TenantLimiter('live', balance())
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
     expect(
       limiter.acquire(free, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 30_000 }, NOW).kind,
     ).toBe('granted')
@@ -136,7 +144,7 @@ describe('TenantLimiter: tokens per minute', () => {
   })
 
   it('a released reservation (nothing produced) gives its tokens back and writes no ledger entry', () => {
-    const limiter = new TenantLimiter('live', balance())
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
     limiter.acquire(free, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 39_000 }, NOW)
     expect(limiter.settle(free, settleRequest('a', null), NOW + 5)).toBeNull()
     expect(limiter.inFlight).toBe(0)
@@ -148,7 +156,7 @@ describe('TenantLimiter: tokens per minute', () => {
 
 describe('TenantLimiter: allowances and credits (live)', () => {
   it('token_allowance_exhausted when the monthly allowance is used and usage credits are off', () => {
-    const limiter = new TenantLimiter('live', balance({ tokensUsed: 200_000 }))
+    const limiter = new TenantLimiter('live', balance({ tokensUsed: 200_000 }), PLAN_CATALOG)
     const decision = refusal(
       limiter.acquire(free, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 10 }, NOW),
     )
@@ -162,7 +170,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
   })
 
   it('counts in-flight reservations as used, so parallel requests cannot overshoot the allowance', () => {
-    const limiter = new TenantLimiter('live', balance({ tokensUsed: 195_000 }))
+    const limiter = new TenantLimiter('live', balance({ tokensUsed: 195_000 }), PLAN_CATALOG)
     const admitted = Array.from({ length: 10 }, (_, i) =>
       limiter.acquire(free, { reservationId: `r${i}`, model: 'svc-cell', estimatedTokens: 2_000 }, NOW),
     ).filter((r) => r.kind === 'granted')
@@ -171,7 +179,11 @@ describe('TenantLimiter: allowances and credits (live)', () => {
   })
 
   it('tier_allowance_exhausted for a model with its own allowance (svc-hive on Team)', () => {
-    const limiter = new TenantLimiter('live', balance({ modelTokens: new Map([['svc-hive', 2_000_000]]) }))
+    const limiter = new TenantLimiter(
+      'live',
+      balance({ modelTokens: new Map([['svc-hive', 2_000_000]]) }),
+      PLAN_CATALOG,
+    )
     const decision = refusal(
       limiter.acquire(team, { reservationId: 'a', model: 'svc-hive', estimatedTokens: 1 }, NOW),
     )
@@ -184,7 +196,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
 
   it('insufficient_credits and overage_cap_reached beyond the allowance with usage credits on', () => {
     const exhausted = { tokensUsed: 5_000_000, usageCreditsEnabled: true }
-    const broke = new TenantLimiter('live', balance({ ...exhausted, creditsUnits: 0 }))
+    const broke = new TenantLimiter('live', balance({ ...exhausted, creditsUnits: 0 }), PLAN_CATALOG)
     expect(
       refusal(broke.acquire(pro, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 1 }, NOW)).reason,
     ).toBe('insufficient_credits')
@@ -195,6 +207,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
         creditsUnits: 100_000 * CREDIT_UNITS_PER_CENT,
         overageUnits: 5_000 * CREDIT_UNITS_PER_CENT,
       }),
+      PLAN_CATALOG,
     )
     expect(
       refusal(capped.acquire(pro, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 1 }, NOW)).reason,
@@ -202,6 +215,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
     const ownCap = new TenantLimiter(
       'live',
       balance({ ...exhausted, creditsUnits: CREDIT_UNITS_PER_CENT, overageUnits: 0, spendCapCents: 0 }),
+      PLAN_CATALOG,
     )
     expect(
       refusal(ownCap.acquire(pro, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 1 }, NOW)).reason,
@@ -216,6 +230,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
         usageCreditsEnabled: true,
         creditsUnits: 100 * CREDIT_UNITS_PER_CENT,
       }),
+      PLAN_CATALOG,
     )
     expect(
       limiter.acquire(pro, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 3_000 }, NOW).kind,
@@ -234,7 +249,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
   })
 
   it('within the allowance nothing is charged; the month rolls over to a fresh allowance', () => {
-    const limiter = new TenantLimiter('live', balance({ tokensUsed: 200_000 }))
+    const limiter = new TenantLimiter('live', balance({ tokensUsed: 200_000 }), PLAN_CATALOG)
     expect(
       limiter.acquire(free, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 1 }, NOW).kind,
     ).toBe('refused')
@@ -247,7 +262,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
   })
 
   it('test mode applies rate limits but never the allowance or credits', () => {
-    const limiter = new TenantLimiter('test', null)
+    const limiter = new TenantLimiter('test', null, PLAN_CATALOG)
     for (let i = 0; i < 20; i++)
       expect(
         limiter.acquire(free, { reservationId: `r${i}`, model: 'svc-cell', estimatedTokens: 1 }, NOW).kind,
@@ -285,7 +300,7 @@ describe('TenantLimiter: admission leases', () => {
   })
 
   it('grants a slice of 1/16 of the headroom and counts all of it at once', () => {
-    const limiter = new TenantLimiter('live', balance())
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
     expect(
       limiter.acquire(team, { reservationId: 'r0', model: 'svc-cell', estimatedTokens: 100 }, NOW).kind,
     ).toBe('granted')
@@ -301,25 +316,30 @@ describe('TenantLimiter: admission leases', () => {
   })
 
   it('grants nothing near a limit: small plans and the last of the allowance stay per request', () => {
-    expect(new TenantLimiter('live', balance()).grantLease(free, lease('a'), NOW)).toBeNull()
+    expect(new TenantLimiter('live', balance(), PLAN_CATALOG).grantLease(free, lease('a'), NOW)).toBeNull()
     const nearAllowance = new TenantLimiter(
       'live',
       balance({ tokensUsed: team.monthlyTokenAllowance! - 5_000 }),
+      PLAN_CATALOG,
     )
     // 5,000 tokens left: at most 312 in a lease, fewer than 4 requests of 100.
     expect(nearAllowance.grantLease(team, lease('b'), NOW)).toBeNull()
-    const nearModel = new TenantLimiter('live', balance())
+    const nearModel = new TenantLimiter('live', balance(), PLAN_CATALOG)
     const modelLimit = Object.entries(team.modelAllowances)[0]
     if (modelLimit) {
       const [model, limit] = modelLimit as ['svc-cell', number]
-      const state = new TenantLimiter('live', balance({ modelTokens: new Map([[model, limit - 1_000]]) }))
+      const state = new TenantLimiter(
+        'live',
+        balance({ modelTokens: new Map([[model, limit - 1_000]]) }),
+        PLAN_CATALOG,
+      )
       expect(state.grantLease(team, { ...lease('c'), model }, NOW)).toBeNull()
     }
     expect(nearModel.grantLease(team, lease('d', 4, 1_000_000), NOW)).toBeNull()
   })
 
   it('settling under a lease replaces the estimate; returning it frees what was not used', () => {
-    const limiter = new TenantLimiter('live', balance())
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
     const grant = limiter.grantLease(team, lease('L', 20, 100), NOW)!
     expect(grant.requests).toBe(20)
     for (let i = 0; i < 5; i++) {
@@ -346,7 +366,7 @@ describe('TenantLimiter: admission leases', () => {
   })
 
   it('never overshoots: an isolate admitting from leases gets exactly the limit in a burst', () => {
-    const limiter = new TenantLimiter('test', null)
+    const limiter = new TenantLimiter('test', null, PLAN_CATALOG)
     let admitted = 0
     let local = 0
     let leaseNo = 0

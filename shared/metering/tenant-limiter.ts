@@ -28,7 +28,7 @@
  */
 import type { ModelAlias } from '../catalog/model-aliases'
 import { checkModelAllowance, checkTokenAllowance, rateLimitedDecision } from '../plans/entitlements'
-import { PLAN_CATALOG, type Plan, type PlanCatalog } from '../plans/plan-catalog'
+import type { BillingPlan, PlanCatalog } from '../plans/plan-catalog'
 import type { UpgradeDecision } from '../plans/upgrade-decision'
 import { billingPeriodAt } from './billing-period'
 import type {
@@ -151,7 +151,7 @@ export class TenantLimiter {
     readonly mode: MeteringMode,
     private balanceState: LimiterBalance | null,
     /** The catalog upgrade decisions pick the required plan from. */
-    private readonly catalog: PlanCatalog = PLAN_CATALOG,
+    private readonly catalog: PlanCatalog,
   ) {}
 
   get balance(): LimiterBalance | null {
@@ -181,7 +181,7 @@ export class TenantLimiter {
   }
 
   acquire(
-    plan: Plan,
+    plan: BillingPlan,
     request: { readonly reservationId: string; readonly model: ModelAlias; readonly estimatedTokens: number },
     now: number,
   ): AcquireResult {
@@ -284,7 +284,7 @@ export class TenantLimiter {
    * one (or the lease id is already known). Call right after an admitted acquire, in the same
    * event, so the decision and the bookkeeping are one atomic step.
    */
-  grantLease(plan: Plan, request: LeaseRequest, now: number): LeaseGrant | null {
+  grantLease(plan: BillingPlan, request: LeaseRequest, now: number): LeaseGrant | null {
     if (this.leases.has(request.leaseId)) return null
     const perRequest = Math.max(1, request.tokensPerRequest)
     let requests = Math.min(
@@ -342,7 +342,7 @@ export class TenantLimiter {
    * Ends a request: the reservation becomes the tokens used (or nothing, when usage is null).
    * Returns the ledger entry to store, or null when nothing was metered.
    */
-  settle(plan: Plan, request: SettleRequest, now: number): LedgerEntry | null {
+  settle(plan: BillingPlan, request: SettleRequest, now: number): LedgerEntry | null {
     const lease = request.leaseId === undefined ? undefined : this.leases.get(request.leaseId)
     const reservation = lease ? null : this.takeReservation(request.reservationId)
     const usage = request.usage
@@ -392,7 +392,7 @@ export class TenantLimiter {
     }
   }
 
-  snapshot(plan: Plan, now: number): RateLimitSnapshot {
+  snapshot(plan: BillingPlan, now: number): RateLimitSnapshot {
     const requestCount = this.requests.total(now)
     const windowTokens = this.tokens.total(now)
     return {
@@ -449,7 +449,7 @@ export class TenantLimiter {
   }
 
   /** A new calendar month: allowance and overage start over, included credits are topped up. */
-  private rollPeriod(plan: Plan, now: number): void {
+  private rollPeriod(plan: BillingPlan, now: number): void {
     const balance = this.balanceState
     if (!balance || now < balance.periodEnd) return
     const period = billingPeriodAt(now)

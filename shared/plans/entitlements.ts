@@ -6,9 +6,8 @@
  */
 import type { ModelAlias } from '../catalog/model-aliases'
 import {
+  type BillingPlan,
   cheapestUpgrade,
-  PLAN_CATALOG,
-  type Plan,
   type PlanCatalog,
   type PlanDomain,
   type PlanFeature,
@@ -16,19 +15,20 @@ import {
 import { buildUpgradeDecision, type UpgradeDecision } from './upgrade-decision'
 
 export interface CheckOptions {
-  readonly catalog?: PlanCatalog
+  /** The deployment's catalog (resolvePlan): upgrades are chosen among its plans. */
+  readonly catalog: PlanCatalog
   readonly consoleUrl?: string
 }
 
 const opts = (o: CheckOptions) => ({
-  catalog: o.catalog ?? PLAN_CATALOG,
+  catalog: o.catalog,
   ...(o.consoleUrl ? { consoleUrl: o.consoleUrl } : {}),
 })
 
 export function checkModelAccess(
-  plan: Plan,
+  plan: BillingPlan,
   model: ModelAlias,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (plan.models.includes(model)) return null
   const { catalog } = opts(o)
@@ -42,9 +42,9 @@ export function checkModelAccess(
 }
 
 export function checkFeatureAccess(
-  plan: Plan,
+  plan: BillingPlan,
   feature: PlanFeature,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (plan.features.includes(feature)) return null
   const { catalog } = opts(o)
@@ -58,9 +58,9 @@ export function checkFeatureAccess(
 }
 
 export function checkDomainAccess(
-  plan: Plan,
+  plan: BillingPlan,
   domain: PlanDomain,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (plan.domains.includes(domain)) return null
   const { catalog } = opts(o)
@@ -75,9 +75,9 @@ export function checkDomainAccess(
 
 /** Context = prompt tokens (counted with the tokenizer) + the output budget asked for. */
 export function checkContextLimit(
-  plan: Plan,
+  plan: BillingPlan,
   usage: { readonly promptTokens: number; readonly maxOutputTokens?: number | null },
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const needed = usage.promptTokens + (usage.maxOutputTokens ?? 0)
   if (needed <= plan.contextLimitTokens) return null
@@ -116,9 +116,9 @@ export interface AllowanceState {
  * insufficient_credits; otherwise allowed (billed as overage).
  */
 export function checkTokenAllowance(
-  plan: Plan,
+  plan: BillingPlan,
   state: AllowanceState,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const allowance = plan.monthlyTokenAllowance
   if (allowance === null || state.usedTokens < allowance) return null
@@ -178,14 +178,14 @@ export function checkTokenAllowance(
 
 /** A per-model ("tier") allowance inside the plan, e.g. svc-hive on Team. */
 export function checkModelAllowance(
-  plan: Plan,
+  plan: BillingPlan,
   model: ModelAlias,
   state: {
     readonly usedTokens: number
     readonly resetsAt: string | null
     readonly usageCreditsEnabled?: boolean
   },
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const limit = plan.modelAllowances[model]
   if (limit === undefined || state.usedTokens < limit) return null
@@ -215,9 +215,9 @@ export function checkModelAllowance(
 
 /** The document allowance (documents upload 429). */
 export function checkDocumentAllowance(
-  plan: Plan,
+  plan: BillingPlan,
   documentsStored: number,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (documentsStored < plan.documentAllowance) return null
   const { catalog } = opts(o)
@@ -242,14 +242,14 @@ export function checkDocumentAllowance(
  * being refused; `retryAfterSeconds` is when the window frees enough room.
  */
 export function rateLimitedDecision(
-  plan: Plan,
+  plan: BillingPlan,
   limit: {
     readonly unit: 'requests' | 'tokens'
     readonly used: number
     readonly retryAfterSeconds: number
     readonly resetsAt?: string | null
   },
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision {
   const perMinute = limit.unit === 'requests' ? plan.requestsPerMinute : plan.tokensPerMinute
   const { catalog } = opts(o)
@@ -287,14 +287,14 @@ export function chatRequestFeatures(request: {
  * run after these (see docs/plans.md for the full order).
  */
 export function checkChatEntitlements(
-  plan: Plan,
+  plan: BillingPlan,
   chat: {
     readonly model: ModelAlias
     readonly reasoning_effort?: string | undefined
     readonly promptTokens: number
     readonly maxOutputTokens?: number | null
   },
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const model = checkModelAccess(plan, chat.model, o)
   if (model) return model

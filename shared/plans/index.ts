@@ -13,17 +13,20 @@ export {
   rateLimitedDecision,
 } from './entitlements'
 export {
+  type BillingPlan,
   cheapestUpgrade,
   getPlan,
   PLAN_CATALOG,
   PLAN_CATALOG_VAR,
-  type Plan,
   type PlanCatalog,
+  type PlanCatalogEnv,
   type PlanDomain,
   type PlanFeature,
   type PlanId,
   parsePlanCatalog,
   planCatalogFromEnv,
+  type ResolvedPlan,
+  resolvePlan,
 } from './plan-catalog'
 export {
   ActionRequiredBodySchema,

@@ -32,7 +32,7 @@ export type PlanDomain = (typeof PLAN_DOMAINS)[number]
 
 const Count = z.int().min(0)
 
-export const PlanSchema = z
+export const BillingPlanSchema = z
   .object({
     id: z.enum(PLAN_IDS),
     name: z.string().min(1),
@@ -55,14 +55,14 @@ export const PlanSchema = z
     documentAllowance: Count,
   })
   .strict()
-export type Plan = z.infer<typeof PlanSchema>
+export type BillingPlan = z.infer<typeof BillingPlanSchema>
 
 export const PlanCatalogSchema = z
   .object({
     version: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date like 2026-08-01'),
     /** Base of the URLs in upgrade actions. */
     consoleUrl: z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, '')),
-    plans: z.array(PlanSchema).min(1),
+    plans: z.array(BillingPlanSchema).min(1),
   })
   .strict()
   .superRefine((catalog, ctx) => {
@@ -179,13 +179,18 @@ export const PLAN_CATALOG_VAR = 'PLAN_CATALOG'
 
 let envCatalog: { raw: string; catalog: PlanCatalog } | null = null
 
+/** The part of a worker's env the catalog is read from. */
+export interface PlanCatalogEnv {
+  readonly [PLAN_CATALOG_VAR]?: unknown
+}
+
 /**
  * The deployment's catalog: `PLAN_CATALOG` (JSON, validated with the same schema; parsed once
  * per isolate) when set, otherwise the built-in one. Plan ids must stay those of the tenants
  * table (free, pro, team, enterprise). An invalid value is an operator error: 503
  * `plan_catalog_invalid` whose log line names every problem.
  */
-export function planCatalogFromEnv(env: { readonly [PLAN_CATALOG_VAR]?: unknown }): PlanCatalog {
+export function planCatalogFromEnv(env: PlanCatalogEnv): PlanCatalog {
   const raw = env[PLAN_CATALOG_VAR]
   if (raw === undefined || raw === null || raw === '') return PLAN_CATALOG
   const text = typeof raw === 'string' ? raw : JSON.stringify(raw)
@@ -209,8 +214,38 @@ export function planCatalogFromEnv(env: { readonly [PLAN_CATALOG_VAR]?: unknown 
   return catalog
 }
 
-export function getPlan(id: string, catalog: PlanCatalog = PLAN_CATALOG): Plan | null {
+/** The plan with this id in `catalog`, or null. Request paths use resolvePlan instead. */
+export function getPlan(id: string, catalog: PlanCatalog): BillingPlan | null {
   return catalog.plans.find((plan) => plan.id === id) ?? null
+}
+
+/** A caller's billing plan and the catalog it was found in (upgrade decisions name plans of it). */
+export interface ResolvedPlan {
+  readonly plan: BillingPlan
+  readonly catalog: PlanCatalog
+}
+
+/**
+ * The one way every request path (chat, agent turns and their loop, web search, transcription)
+ * learns the caller's billing plan: the deployment's catalog (planCatalogFromEnv) and the plan id
+ * of the caller's tenant. The same misconfiguration answers the same everywhere: an invalid
+ * PLAN_CATALOG is 503 `plan_catalog_invalid`; a plan id the catalog does not define (the tenants
+ * table and PLAN_CATALOG disagree) is 503 `plan_not_in_catalog`. Both are operator errors.
+ */
+export function resolvePlan(env: PlanCatalogEnv, planId: string): ResolvedPlan {
+  const catalog = planCatalogFromEnv(env)
+  const plan = getPlan(planId, catalog)
+  if (!plan) {
+    throw new AppError(
+      503,
+      'plan_not_in_catalog',
+      `Your workspace is on plan "${planId}", which this deployment's plan catalog does not define. The operator must add it to ${PLAN_CATALOG_VAR}; retrying will not help until then.`,
+      {
+        internalMessage: `plan ${JSON.stringify(planId)} is not in the plan catalog (${catalog.plans.map((p) => p.id).join(', ')})`,
+      },
+    )
+  }
+  return { plan, catalog }
 }
 
 /**
@@ -218,10 +253,10 @@ export function getPlan(id: string, catalog: PlanCatalog = PLAN_CATALOG): Plan |
  * plans count as most expensive, ties broken by rank), or null when no plan would.
  */
 export function cheapestUpgrade(
-  current: Plan,
-  allows: (plan: Plan) => boolean,
-  catalog: PlanCatalog = PLAN_CATALOG,
-): Plan | null {
+  current: BillingPlan,
+  allows: (plan: BillingPlan) => boolean,
+  catalog: PlanCatalog,
+): BillingPlan | null {
   const candidates = catalog.plans.filter((plan) => plan.rank > current.rank && allows(plan))
   candidates.sort(
     (a, b) =>

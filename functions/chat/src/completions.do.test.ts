@@ -4,7 +4,7 @@
  * and the headers every response carries.
  */
 import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { RateLimiter } from '../../../durable-objects/rate-limiter.do'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import type { ChatEnv } from './chat.context'
@@ -171,6 +171,18 @@ function ledgerRows(who: Identity) {
       .toArray(),
   )
 }
+
+describe('chat worker: the plan catalog', () => {
+  it('a plan id the catalog does not define is 503 plan_not_in_catalog, as on the agent plane', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const { res } = await call(identity('test', 'gold'), hello)
+    errors.mockRestore()
+    expect(res.status).toBe(503)
+    expect(await res.json()).toMatchObject({
+      error: { code: 'plan_not_in_catalog', type: 'service_unavailable' },
+    })
+  })
+})
 
 describe('chat worker: x-ratelimit headers on refusals', () => {
   it('a 400 carries the current counters and is not counted', async () => {

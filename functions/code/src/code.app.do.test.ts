@@ -4,7 +4,7 @@
  * refusals that depend on the caller's plan or on the deployment's configuration.
  */
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import {
   codeEnv,
   identityFor,
@@ -12,6 +12,7 @@ import {
   mutableEnv,
   uninstallLimiter,
 } from '../../../durable-objects/agent-run.do-fixtures'
+import { PLAN_CATALOG_CONFIG } from '../../../shared/plans/plan-catalog'
 import type { Identity } from '../../../shared/worker/request-context'
 import { bindRequestContext } from '../../../shared/worker/request-context'
 import { codeApp } from './code.app'
@@ -24,8 +25,17 @@ beforeEach(() => {
 
 afterEach(() => {
   mutableEnv.AGENT_RUN = realRuns
+  delete mutableEnv.PLAN_CATALOG
   uninstallLimiter()
 })
+
+/** The built-in catalog with one plan changed, as a deployment would set PLAN_CATALOG. */
+function catalogWith(planId: string, change: Record<string, unknown>): string {
+  return JSON.stringify({
+    ...PLAN_CATALOG_CONFIG,
+    plans: PLAN_CATALOG_CONFIG.plans.map((p) => (p.id === planId ? { ...p, ...change } : p)),
+  })
+}
 
 async function call(
   method: string,
@@ -91,6 +101,45 @@ describe('entitlements (403 with the action-required body)', () => {
     expect(await audio.json()).toMatchObject({
       svc_upgrade: { reason: 'feature_required', requested_feature: 'transcription', required_plan: 'pro' },
     })
+  })
+})
+
+describe("the deployment's plan catalog (PLAN_CATALOG)", () => {
+  it('decides agent turns, web search and transcription as it decides chat', async () => {
+    mutableEnv.PLAN_CATALOG = catalogWith('team', { features: ['mcp'] })
+    const res = await call('POST', '/svc/code/v1/turns', identityFor('test', 'team'), turn())
+    expect(res.status).toBe(403)
+    expect(await res.json()).toMatchObject({
+      svc_upgrade: { reason: 'feature_required', requested_feature: 'agent_runs', current_plan: 'team' },
+    })
+    const search = await call('POST', '/svc/code/v1/search', identityFor('test', 'team'), { query: 'x' })
+    expect(search.status).toBe(403)
+    expect(await search.json()).toMatchObject({ svc_upgrade: { requested_feature: 'web_search' } })
+  })
+
+  it('an invalid PLAN_CATALOG is the same 503 plan_catalog_invalid on every agent route', async () => {
+    mutableEnv.PLAN_CATALOG = '{"version":"yesterday"}'
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const form = new FormData()
+    form.append('file', new Blob([new Uint8Array([0x66, 0x4c, 0x61, 0x43])]), 'a.flac')
+    const answers = [
+      await call('POST', '/svc/code/v1/turns', identityFor('test'), turn()),
+      await call('POST', '/svc/code/v1/search', identityFor('test'), { query: 'x' }),
+      await call('POST', '/svc/code/v1/transcribe', identityFor('test'), form),
+    ]
+    errors.mockRestore()
+    for (const res of answers) {
+      expect(res.status).toBe(503)
+      expect(await res.json()).toMatchObject({ error: { code: 'plan_catalog_invalid' } })
+    }
+  })
+
+  it('a plan id the catalog does not define is 503 plan_not_in_catalog, as on chat', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const res = await call('POST', '/svc/code/v1/turns', identityFor('test', 'gold'), turn())
+    errors.mockRestore()
+    expect(res.status).toBe(503)
+    expect(await res.json()).toMatchObject({ error: { code: 'plan_not_in_catalog' } })
   })
 })
 

@@ -17,6 +17,8 @@ export interface CodeBindings {
   RATE_LIMITER: RateLimiterNamespace
   /** Model providers (docs/providers.md); unset: live-key turns answer 503. */
   MODEL_PROVIDERS?: string
+  /** Replaces the built-in plan catalog; set it on every worker that meters (docs/plans.md). */
+  PLAN_CATALOG?: string
 }
 
 export type CodeEnv = CodeBindings &

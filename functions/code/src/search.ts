@@ -5,13 +5,12 @@
  * configured. The agent loop's `web_search` tool calls run the same code.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import { actionRequiredError, checkFeatureAccess } from '../../../shared/plans'
 import { parseWebSearchRequest, WebSearchResponseSchema } from '../../../shared/search/search.schemas'
 import { runWebSearch, searchChainFromEnv } from '../../../shared/search/search-chain'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { isTestMode } from '../../../shared/worker/request-context'
 import type { CodeEnv } from './code.context'
-import { callerOf, planOf } from './turns'
+import { callerOf, requireFeature } from './turns'
 
 const SearchBody = z.object({
   query: z.string().openapi({ description: 'What to search for (1-400 characters after trimming)' }),
@@ -33,8 +32,7 @@ export function searchRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   )
   app.post('/svc/code/v1/search', async (c) => {
     const identity = callerOf(c)
-    const denied = checkFeatureAccess(planOf(identity), 'web_search')
-    if (denied) throw actionRequiredError(denied)
+    requireFeature(c.env, identity, 'web_search')
     const request = parseWebSearchRequest(await c.req.json())
     const chain = searchChainFromEnv(c.env, { testMode: isTestMode(identity) })
     const result = await runWebSearch(request, chain, { signal: c.req.raw.signal })

@@ -8,11 +8,10 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import { readTranscriptionRequest } from '../../../shared/audio/audio-upload'
 import { transcribeAudio, transcriptionChainFromEnv } from '../../../shared/audio/transcription-providers'
-import { actionRequiredError, checkFeatureAccess } from '../../../shared/plans'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { isTestMode } from '../../../shared/worker/request-context'
 import type { CodeEnv } from './code.context'
-import { callerOf, planOf } from './turns'
+import { callerOf, requireFeature } from './turns'
 
 const TranscriptionForm = z.object({
   file: z.string().openapi({
@@ -52,8 +51,7 @@ export function transcribeRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   app.post('/svc/code/v1/transcribe', async (c) => {
     const identity = callerOf(c)
     // The plan first: no point reading 25 MiB for a caller who cannot use the result.
-    const denied = checkFeatureAccess(planOf(identity), 'transcription')
-    if (denied) throw actionRequiredError(denied)
+    requireFeature(c.env, identity, 'transcription')
     const upload = await readTranscriptionRequest(c.req.raw)
     const chain = transcriptionChainFromEnv(c.env, { testMode: isTestMode(identity) })
     const result = await transcribeAudio(
