@@ -720,6 +720,24 @@ describe("the deployment's plan catalog", () => {
   })
 })
 
+describe("the model's context window", () => {
+  it("fails a model call whose prompt exceeds the model's window even when the plan allows more", async () => {
+    // svc-cell's window is 131,072 tokens, Team's limit 256,000; this request is about 150,000.
+    const run = newRun('test', 'team')
+    const { events } = await runTurn(run, { model: 'svc-cell', request: 'lorem '.repeat(150_000) })
+    expect(terminal(events)).toMatchObject({
+      type: 'turn.failed',
+      data: {
+        error: {
+          code: 'context_limit_reached',
+          message: expect.stringContaining("svc-cell's context window"),
+        },
+        retryable: false,
+      },
+    })
+  })
+})
+
 describe('storage', () => {
   it('keeps the event log, turns and due work in versioned SQLite tables', async () => {
     const run = newRun()

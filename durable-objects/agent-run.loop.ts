@@ -501,7 +501,7 @@ export class TurnLoop {
       const { plan: billingPlan, catalog } = resolvePlan(host.workerEnv, plan.plan_id)
       const decision = checkContextLimit(
         billingPlan,
-        { promptTokens, maxOutputTokens: remaining },
+        { model: plan.model, promptTokens, maxOutputTokens: remaining },
         { catalog },
       )
       if (decision) {

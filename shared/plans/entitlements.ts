@@ -5,6 +5,7 @@
  * Durable Object; nothing here does I/O.
  */
 import type { ModelAlias } from '../catalog/model-aliases'
+import { modelEntry } from '../catalog/model-catalog'
 import {
   type BillingPlan,
   cheapestUpgrade,
@@ -73,26 +74,40 @@ export function checkDomainAccess(
   })
 }
 
-/** Context = prompt tokens (counted with the tokenizer) + the output budget asked for. */
+/**
+ * Context = prompt tokens (counted with the tokenizer) + the output budget asked for, held to the
+ * smaller of the plan's limit and the model's own context window (the model catalog's
+ * `context_length`). When the model's window is what binds, no plan helps: the decision names the
+ * model (`requested_model`), has no required plan, and its binding limit is the window.
+ */
 export function checkContextLimit(
   plan: BillingPlan,
-  usage: { readonly promptTokens: number; readonly maxOutputTokens?: number | null },
+  usage: {
+    readonly model: ModelAlias
+    readonly promptTokens: number
+    readonly maxOutputTokens?: number | null
+  },
   o: CheckOptions,
 ): UpgradeDecision | null {
   const needed = usage.promptTokens + (usage.maxOutputTokens ?? 0)
-  if (needed <= plan.contextLimitTokens) return null
+  const window = modelEntry(usage.model).context_length
+  const planLimit = plan.contextLimitTokens
+  if (needed <= planLimit && needed <= window) return null
   const { catalog } = opts(o)
+  const modelBinds = needed > window
+  const limit = modelBinds ? window : planLimit
   return buildUpgradeDecision({
     ...opts(o),
     reason: 'context_limit_reached',
     plan,
-    requiredPlan: cheapestUpgrade(plan, (p) => p.contextLimitTokens >= needed, catalog),
+    requiredPlan: modelBinds ? null : cheapestUpgrade(plan, (p) => p.contextLimitTokens >= needed, catalog),
+    ...(modelBinds ? { requestedModel: usage.model } : {}),
     bindingLimit: {
       kind: 'context',
       unit: 'tokens',
       used: needed,
-      limit: plan.contextLimitTokens,
-      remaining: Math.max(0, plan.contextLimitTokens - usage.promptTokens),
+      limit,
+      remaining: Math.max(0, limit - usage.promptTokens),
     },
   })
 }
@@ -304,7 +319,7 @@ export function checkChatEntitlements(
   }
   return checkContextLimit(
     plan,
-    { promptTokens: chat.promptTokens, maxOutputTokens: chat.maxOutputTokens ?? null },
+    { model: chat.model, promptTokens: chat.promptTokens, maxOutputTokens: chat.maxOutputTokens ?? null },
     o,
   )
 }

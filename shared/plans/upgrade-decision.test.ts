@@ -67,7 +67,11 @@ const decisions: Record<UpgradeReason, UpgradeDecision | null> = {
     },
     o,
   ),
-  context_limit_reached: checkContextLimit(free, { promptTokens: 15_000, maxOutputTokens: 4_000 }, o),
+  context_limit_reached: checkContextLimit(
+    free,
+    { model: 'svc-cell', promptTokens: 15_000, maxOutputTokens: 4_000 },
+    o,
+  ),
   rate_limited: rateLimitedDecision(
     free,
     {
@@ -130,7 +134,10 @@ describe('upgrade decisions', () => {
     expect(decisions.context_limit_reached?.required_plan).toBe('pro')
     expect(decisions.insufficient_credits?.required_plan).toBeNull()
     expect(checkModelAccess(team, 'svc-swarm', o)?.required_plan).toBe('enterprise')
-    expect(checkContextLimit(plan('enterprise'), { promptTokens: 2_000_000 }, o)?.required_plan).toBeNull()
+    expect(
+      checkContextLimit(plan('enterprise'), { model: 'svc-swarm', promptTokens: 2_000_000 }, o)
+        ?.required_plan,
+    ).toBeNull()
   })
 
   it('sends x-should-retry: false on 402/403 and allowance 429s, and Retry-After <= 60 s on transient 429s', () => {
@@ -217,7 +224,9 @@ describe('entitlement checks', () => {
     expect(checkModelAccess(free, 'svc-cell', o)).toBeNull()
     expect(checkFeatureAccess(pro, 'thinking', o)).toBeNull()
     expect(checkDomainAccess(team, 'research', o)).toBeNull()
-    expect(checkContextLimit(free, { promptTokens: 12_000, maxOutputTokens: 4_000 }, o)).toBeNull()
+    expect(
+      checkContextLimit(free, { model: 'svc-cell', promptTokens: 12_000, maxOutputTokens: 4_000 }, o),
+    ).toBeNull()
     expect(
       checkTokenAllowance(pro, { ...exhausted, usedTokens: 4_999_999, usageCreditsEnabled: false }, o),
     ).toBeNull()
@@ -262,6 +271,29 @@ describe('entitlement checks', () => {
     expect(
       checkChatEntitlements(pro, { model: 'svc-comb', reasoning_effort: 'high', promptTokens: 20_000 }, o),
     ).toBeNull()
+  })
+
+  it("holds the context to the smaller of the plan's limit and the model's own window", () => {
+    // svc-cell's window is 131,072 tokens; Team allows 256,000: the model binds, and no plan helps.
+    const decision = checkChatEntitlements(team, { model: 'svc-cell', promptTokens: 150_000 }, o)
+    expect(decision).toMatchObject({
+      reason: 'context_limit_reached',
+      current_plan: 'team',
+      required_plan: null,
+      requested_model: 'svc-cell',
+      binding_limit: { kind: 'context', unit: 'tokens', used: 150_000, limit: 131_072, remaining: 0 },
+    })
+    expect(actionRequiredError(decision!, o).message).toContain(
+      "needs 150000 context tokens but svc-cell's context window is 131072 tokens",
+    )
+    expect(decision?.actions.find((a) => a.kind === 'upgrade_plan')?.available).toBe(false)
+    // Within the model's window the plan still decides, and names the plan that fits.
+    expect(checkChatEntitlements(pro, { model: 'svc-comb', promptTokens: 200_000 }, o)).toMatchObject({
+      reason: 'context_limit_reached',
+      required_plan: 'team',
+      binding_limit: { limit: 128_000 },
+    })
+    expect(checkChatEntitlements(team, { model: 'svc-cell', promptTokens: 131_072 }, o)).toBeNull()
   })
 
   it('checks the document allowance as a tier allowance in documents', () => {

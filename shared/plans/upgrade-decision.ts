@@ -282,7 +282,11 @@ export function upgradeMessage(decision: UpgradeDecision, catalog: PlanCatalog):
       facts = `The overage spend cap is reached${limitFacts(limit)}${resets}.`
       break
     case 'context_limit_reached':
-      facts = `The request needs ${limit?.used ?? 'more'} context tokens but the ${planName} plan allows ${limit?.limit ?? 'fewer'}.`
+      // A decision that names the model was bound by the model's own context window.
+      facts =
+        decision.requested_model === undefined
+          ? `The request needs ${limit?.used ?? 'more'} context tokens but the ${planName} plan allows ${limit?.limit ?? 'fewer'}.`
+          : `The request needs ${limit?.used ?? 'more'} context tokens but ${decision.requested_model}'s context window is ${limit?.limit ?? 'smaller'} tokens.`
       break
     case 'rate_limited':
       facts = `Rate limit reached: ${limit?.limit ?? 'the'} ${limit?.unit ?? 'requests'} per minute on the ${planName} plan${limit?.retry_after_seconds != null ? `; retry in ${Math.ceil(limit.retry_after_seconds)} s` : ''}.`

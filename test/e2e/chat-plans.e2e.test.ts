@@ -106,7 +106,9 @@ describe(`chat plans: upgrade decisions over HTTP (${stack.kind})`, () => {
     expect(res.status).toBe(UPGRADE_REASON_STATUS[c.reason])
     expect(res.headers.get('x-should-retry')).toBe('false')
     for (const name of RATE_HEADERS) expect(res.headers.get(name), name).not.toBeNull()
-    expect(res.headers.get('x-ratelimit-limit-requests')).toBe(String(getPlan(c.plan, PLAN_CATALOG)?.requestsPerMinute))
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe(
+      String(getPlan(c.plan, PLAN_CATALOG)?.requestsPerMinute),
+    )
     const body = (await res.json()) as {
       error: Record<string, unknown>
       svc_upgrade: Record<string, unknown>

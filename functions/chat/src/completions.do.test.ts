@@ -184,6 +184,22 @@ describe('chat worker: the plan catalog', () => {
   })
 })
 
+describe("chat worker: the model's context window", () => {
+  it("refuses a prompt beyond the model's own window even when the plan allows more", async () => {
+    // svc-cell's window is 131,072 tokens, Team's limit 256,000; this prompt is about 150,000.
+    const prompt = 'lorem '.repeat(150_000)
+    const { res } = await call(identity('test', 'team'), {
+      model: 'svc-cell',
+      messages: [{ role: 'user', content: prompt }],
+    })
+    expect(res.status).toBe(403)
+    expect(await res.json()).toMatchObject({
+      error: { code: 'context_limit_reached', param: 'messages' },
+      svc_upgrade: { required_plan: null, binding_limit: { kind: 'context', limit: 131_072 } },
+    })
+  })
+})
+
 describe('chat worker: x-ratelimit headers on refusals', () => {
   it('a 400 carries the current counters and is not counted', async () => {
     const who = identity('test', 'free')
