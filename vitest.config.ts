@@ -69,7 +69,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-code',
-            include: ['durable-objects/agent-run*.do.test.ts', 'functions/code/**/*.do.test.ts'],
+            include: ['durable-objects/agent-run/**/*.do.test.ts', 'functions/code/**/*.do.test.ts'],
             passWithNoTests: true,
           },
         },

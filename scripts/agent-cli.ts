@@ -39,8 +39,8 @@ import {
   type AgentEventOf,
   isTerminal,
   NdjsonEventParser,
-} from '../functions/code/src/agent-events.ts'
-import type { FileChange } from '../functions/code/src/file-changes.ts'
+} from '../durable-objects/agent-run/agent-events.ts'
+import type { FileChange } from '../durable-objects/agent-run/file-changes.ts'
 
 // ---------------------------------------------------------------------------------------------
 // Client tools the CLI runs on this machine

@@ -14,7 +14,7 @@ import {
   NdjsonEventParser,
   readEvents,
   sequenceProblems,
-} from '../../functions/code/src/agent-events.ts'
+} from '../../durable-objects/agent-run/agent-events.ts'
 import { AgentClient, type AgentClientOptions } from '../../scripts/agent-cli.ts'
 import { ROOT } from '../../scripts/workers.ts'
 import { upstreamControl } from './fakes/openai-upstream.fake.ts'

@@ -11,7 +11,7 @@ import {
   installLimiter,
   mutableEnv,
   uninstallLimiter,
-} from '../../../durable-objects/agent-run.do-fixtures'
+} from '../../../durable-objects/agent-run/agent-run.do-fixtures'
 import { PLAN_CATALOG_CONFIG } from '../../../shared/plans/plan-catalog'
 import type { Identity } from '../../../shared/worker/request-context'
 import { bindRequestContext } from '../../../shared/worker/request-context'

@@ -6,7 +6,15 @@
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
-import type { AgentRun, RunOwner } from '../../../durable-objects/agent-run.do'
+import type { AgentRun, RunOwner } from '../../../durable-objects/agent-run/agent-run.do'
+import {
+  assertThinkingSupported,
+  parseTurnRequest,
+  type TurnRequest,
+  TurnRequestSchema,
+  turnBodyHash,
+} from '../../../durable-objects/agent-run/turn.schemas'
+import { turnPlanOf } from '../../../durable-objects/agent-run/turn-settings'
 import { supportsThinking } from '../../../shared/catalog/model-catalog'
 import { AppError } from '../../../shared/http/errors'
 import {
@@ -21,14 +29,6 @@ import { providerRegistryFromEnv } from '../../../shared/providers'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { type Identity, isTestMode, principalId } from '../../../shared/worker/request-context'
 import type { CodeEnv } from './code.context'
-import {
-  assertThinkingSupported,
-  parseTurnRequest,
-  type TurnRequest,
-  TurnRequestSchema,
-  turnBodyHash,
-} from './turn.schemas'
-import { turnPlanOf } from './turn-plan'
 
 /** The object of a run: named by its owner and id, so runs of two accounts never share one. */
 export function runObject(env: CodeEnv, owner: RunOwner, runId: string): DurableObjectStub<AgentRun> {

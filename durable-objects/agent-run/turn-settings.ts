@@ -6,8 +6,8 @@
  * accepted, so neither is kept here; neither is `cursor`, which belongs to a connection.
  */
 import { z } from 'zod'
-import { MODEL_ALIASES } from '../../../shared/catalog/model-aliases'
-import { AppError } from '../../../shared/http/errors'
+import { MODEL_ALIASES } from '../../shared/catalog/model-aliases'
+import { AppError } from '../../shared/http/errors'
 import { AGENT_MODES, EFFORTS, type TurnRequest } from './turn.schemas'
 
 /** The workspace and capabilities objects reach the model as JSON text, cut at these sizes. */

@@ -9,7 +9,7 @@
  * 503 none configured, 400 the request was refused, 499 aborted); a stream that breaks after it
  * started ends with `status: 'cut'` and what had arrived.
  */
-import type { ModelAlias } from '../../../shared/catalog/model-aliases'
+import type { ModelAlias } from '../../shared/catalog/model-aliases'
 import {
   createChatCompletion,
   type NormalizedUsage,
@@ -17,9 +17,9 @@ import {
   type ProviderEnv,
   providerRegistryFromEnv,
   SseParser,
-} from '../../../shared/providers'
-import { ChatCompletionChunkSchema } from '../../../shared/providers/chat-wire'
-import { readChatCompletionChunk } from '../../../shared/providers/wire-check'
+} from '../../shared/providers'
+import { ChatCompletionChunkSchema } from '../../shared/providers/chat-wire'
+import { readChatCompletionChunk } from '../../shared/providers/wire-check'
 
 export interface ModelRoundInput {
   readonly request: ProviderChatRequest

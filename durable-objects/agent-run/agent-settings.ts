@@ -15,7 +15,7 @@
  * | AGENT_RUN_MAX_COST_USD    | 25        | what one run may cost over all its turns (live keys)           |
  */
 import { z } from 'zod'
-import { AppError } from '../../../shared/http/errors'
+import { AppError } from '../../shared/http/errors'
 import type { Effort } from './turn.schemas'
 
 const millis = (fallback: number) =>

@@ -8,9 +8,9 @@
  * the path and the rule.
  */
 import { z } from 'zod'
-import { MODEL_ALIASES, type ModelAlias } from '../../../shared/catalog/model-aliases'
-import { AppError } from '../../../shared/http/errors'
-import { issuePath } from '../../../shared/http/validation'
+import { MODEL_ALIASES, type ModelAlias } from '../../shared/catalog/model-aliases'
+import { AppError } from '../../shared/http/errors'
+import { issuePath } from '../../shared/http/validation'
 import { isServerTool } from './approval-policy'
 import { jsonSchemaProblems } from './client-tools'
 import { FileChangeSchema, MAX_FILE_CHANGES } from './file-changes'

@@ -19,18 +19,13 @@
  * |             | model retry, interrupted turn)                                               |
  */
 import { z } from 'zod'
-import {
-  RUN_STATES,
-  type RunState,
-  type TokenUsage,
-  TokenUsageSchema,
-} from '../functions/code/src/agent-events'
-import { type FileChange, FileChangeSchema } from '../functions/code/src/file-changes'
-import { type TurnPlan, TurnPlanSchema } from '../functions/code/src/turn-plan'
-import { MODEL_ALIASES } from '../shared/catalog/model-aliases'
-import type { MeterGrant } from '../shared/metering'
-import type { ProviderChatMessage } from '../shared/providers/chat-wire'
-import type { Identity } from '../shared/worker/request-context'
+import { MODEL_ALIASES } from '../../shared/catalog/model-aliases'
+import type { MeterGrant } from '../../shared/metering'
+import type { ProviderChatMessage } from '../../shared/providers/chat-wire'
+import type { Identity } from '../../shared/worker/request-context'
+import { RUN_STATES, type RunState, type TokenUsage, TokenUsageSchema } from './agent-events'
+import { type FileChange, FileChangeSchema } from './file-changes'
+import { type TurnPlan, TurnPlanSchema } from './turn-settings'
 
 export const SCHEMA_VERSION = 1
 

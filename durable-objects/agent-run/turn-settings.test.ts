@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { AppError } from '../../../shared/http/errors'
+import { AppError } from '../../shared/http/errors'
 import { parseTurnRequest } from './turn.schemas'
-import { CONTEXT_LIMITS, turnPlanOf } from './turn-plan'
+import { CONTEXT_LIMITS, turnPlanOf } from './turn-settings'
 
 const caller = { testMode: true, planId: 'team', webSearch: true, requestId: 'req_1' }
 const request = (overrides: Record<string, unknown> = {}) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AppError } from '../../../shared/http/errors'
+import { AppError } from '../../shared/http/errors'
 import { agentSettingsFromEnv, retryDelayMs, turnOutputBudget } from './agent-settings'
 
 describe('agent settings from env', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import protocolDoc from '../../../docs/agent-protocol.md?raw'
-import { AppError } from '../../../shared/http/errors'
+import protocolDoc from '../../docs/agent-protocol.md?raw'
+import { AppError } from '../../shared/http/errors'
 import {
   AGENT_EVENT_TYPES,
   type AgentEvent,

@@ -6,8 +6,8 @@
  */
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { type AgentEvent, type AgentEventOf, sequenceProblems } from '../functions/code/src/agent-events'
-import { PLAN_CATALOG_CONFIG } from '../shared/plans/plan-catalog'
+import { PLAN_CATALOG_CONFIG } from '../../shared/plans/plan-catalog'
+import { type AgentEvent, type AgentEventOf, sequenceProblems } from './agent-events'
 import type { AgentRun, RunReply } from './agent-run.do'
 import {
   codeEnv,

@@ -17,6 +17,18 @@
  */
 
 import { z } from 'zod'
+import { modelEntry } from '../../shared/catalog/model-catalog'
+import { AppError, toAppError } from '../../shared/http/errors'
+import { checkContextLimit, resolvePlan, upgradeMessage } from '../../shared/plans'
+import { countPromptTokens, countTextTokens } from '../../shared/providers'
+import type {
+  ChatFunctionTool,
+  NormalizedUsage,
+  ProviderChatMessage,
+  ProviderChatRequest,
+} from '../../shared/providers/chat-wire'
+import { parseWebSearchRequest } from '../../shared/search/search.schemas'
+import { runWebSearch, searchChainFromEnv } from '../../shared/search/search-chain'
 import {
   type AgentEventType,
   addUsage,
@@ -25,8 +37,10 @@ import {
   PLAN_STEP_STATUSES,
   type RunState,
   type TokenUsage,
-} from '../functions/code/src/agent-events'
-import { type AgentSettings, retryDelayMs, turnOutputBudget } from '../functions/code/src/agent-settings'
+} from './agent-events'
+import type { AgentRunEnv } from './agent-run.context'
+import type { ApprovalRow, RunStore, ToolCallRow, TurnRow } from './agent-run.store'
+import { type AgentSettings, retryDelayMs, turnOutputBudget } from './agent-settings'
 import {
   approvalExpiresAt,
   clientToolExecutor,
@@ -34,26 +48,12 @@ import {
   isServerTool,
   type PolicyTool,
   SERVER_TOOLS,
-} from '../functions/code/src/approval-policy'
-import { ClientToolRegistry } from '../functions/code/src/client-tools'
-import type { CodeEnv } from '../functions/code/src/code.context'
-import type { FileChange } from '../functions/code/src/file-changes'
-import { runModelRound } from '../functions/code/src/model-round'
-import type { ApprovalAnswer, ToolResult } from '../functions/code/src/turn.schemas'
-import type { TurnPlan } from '../functions/code/src/turn-plan'
-import { modelEntry } from '../shared/catalog/model-catalog'
-import { AppError, toAppError } from '../shared/http/errors'
-import { checkContextLimit, resolvePlan, upgradeMessage } from '../shared/plans'
-import { countPromptTokens, countTextTokens } from '../shared/providers'
-import type {
-  ChatFunctionTool,
-  NormalizedUsage,
-  ProviderChatMessage,
-  ProviderChatRequest,
-} from '../shared/providers/chat-wire'
-import { parseWebSearchRequest } from '../shared/search/search.schemas'
-import { runWebSearch, searchChainFromEnv } from '../shared/search/search-chain'
-import type { ApprovalRow, RunStore, ToolCallRow, TurnRow } from './agent-run.store'
+} from './approval-policy'
+import { ClientToolRegistry } from './client-tools'
+import type { FileChange } from './file-changes'
+import { runModelRound } from './model-round'
+import type { ApprovalAnswer, ToolResult } from './turn.schemas'
+import type { TurnPlan } from './turn-settings'
 
 export type DurableEventType = Exclude<AgentEventType, 'heartbeat'>
 
@@ -61,7 +61,7 @@ export type DurableEventType = Exclude<AgentEventType, 'heartbeat'>
 export interface LoopHost {
   readonly store: RunStore
   readonly settings: AgentSettings
-  readonly workerEnv: CodeEnv
+  readonly workerEnv: AgentRunEnv
   now(): number
   /** Persists the event (next seq), then writes it to every connection following the run. */
   emit<T extends DurableEventType>(turnId: string, type: T, data: EventDataOf<T>): void

@@ -5,15 +5,18 @@
  * RateLimiter stand-in for live-key tests (the real one needs Postgres for live balances).
  */
 import { env } from 'cloudflare:workers'
-import { type AgentEvent, NdjsonEventParser } from '../functions/code/src/agent-events'
-import type { CodeEnv } from '../functions/code/src/code.context'
-import { parseTurnRequest, turnBodyHash } from '../functions/code/src/turn.schemas'
-import { turnPlanOf } from '../functions/code/src/turn-plan'
-import type { AcquireInput, AcquireResult, RateLimitSnapshot, SettleInput } from '../shared/metering'
-import type { Identity } from '../shared/worker/request-context'
+import type { AcquireInput, AcquireResult, RateLimitSnapshot, SettleInput } from '../../shared/metering'
+import type { Identity } from '../../shared/worker/request-context'
+import { type AgentEvent, NdjsonEventParser } from './agent-events'
+import type { AgentRunEnv } from './agent-run.context'
 import type { AgentRun, RunOwner, TurnCall } from './agent-run.do'
+import { parseTurnRequest, turnBodyHash } from './turn.schemas'
+import { turnPlanOf } from './turn-settings'
 
-export const codeEnv = env as unknown as CodeEnv
+/** The hosting worker's env as the tests see it: the object's env plus its namespace. */
+export const codeEnv = env as unknown as AgentRunEnv & {
+  readonly AGENT_RUN: DurableObjectNamespace<AgentRun>
+}
 /** The worker's env is one object shared with the objects: tests may set variables on it. */
 export const mutableEnv = env as unknown as Record<string, unknown>
 

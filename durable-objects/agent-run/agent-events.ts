@@ -8,7 +8,7 @@
  * chunks back into events; `isTerminal` tells when a turn is over.
  */
 import { z } from 'zod'
-import { AppError } from '../../../shared/http/errors'
+import { AppError } from '../../shared/http/errors'
 import { FILE_OPS, fileChangeProblems, fileChangeShape } from './file-changes'
 import { AGENT_MODES, EFFORTS } from './turn.schemas'
 

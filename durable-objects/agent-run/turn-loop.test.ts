@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { parseTurnRequest } from '../functions/code/src/turn.schemas'
-import { turnPlanOf } from '../functions/code/src/turn-plan'
-import { AppError } from '../shared/http/errors'
-import { costOf, isTransient, systemPrompt, toolsFor, transcriptMessages, turnDiff } from './agent-run.loop'
+import { AppError } from '../../shared/http/errors'
+import { parseTurnRequest } from './turn.schemas'
+import { costOf, isTransient, systemPrompt, toolsFor, transcriptMessages, turnDiff } from './turn-loop'
+import { turnPlanOf } from './turn-settings'
 
 const H = `sha256:${'b'.repeat(64)}`
 

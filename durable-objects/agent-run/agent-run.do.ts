@@ -17,6 +17,11 @@
  *   404 as for a run that does not exist.
  */
 import { DurableObject } from 'cloudflare:workers'
+import { modelEntry } from '../../shared/catalog/model-catalog'
+import { AppError, toAppError } from '../../shared/http/errors'
+import { type MeterGrant, meteringUnavailable, openMeter } from '../../shared/metering'
+import { resolvePlan } from '../../shared/plans'
+import type { Identity } from '../../shared/worker/request-context'
 import {
   type AgentEvent,
   type EventDataOf,
@@ -25,21 +30,12 @@ import {
   isTerminal,
   nextRunState,
   ZERO_USAGE,
-} from '../functions/code/src/agent-events'
-import {
-  type AgentSettings,
-  agentSettingsFromEnv,
-  turnOutputBudget,
-} from '../functions/code/src/agent-settings'
-import type { CodeEnv } from '../functions/code/src/code.context'
-import type { RunStatus } from '../functions/code/src/runs.schemas'
-import { assertAnswersPending, type TurnRequest } from '../functions/code/src/turn.schemas'
-import type { TurnPlan } from '../functions/code/src/turn-plan'
-import { modelEntry } from '../shared/catalog/model-catalog'
-import { AppError, toAppError } from '../shared/http/errors'
-import { type MeterGrant, meteringUnavailable, openMeter } from '../shared/metering'
-import { resolvePlan } from '../shared/plans'
-import type { Identity } from '../shared/worker/request-context'
+} from './agent-events'
+import type { AgentRunEnv } from './agent-run.context'
+import { type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
+import { type AgentSettings, agentSettingsFromEnv, turnOutputBudget } from './agent-settings'
+import type { RunStatus } from './run-status.schemas'
+import { assertAnswersPending, type TurnRequest } from './turn.schemas'
 import {
   type AnswerPlan,
   type DurableEventType,
@@ -50,8 +46,8 @@ import {
   type TurnExecution,
   TurnLoop,
   transcriptMessages,
-} from './agent-run.loop'
-import { type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
+} from './turn-loop'
+import type { TurnPlan } from './turn-settings'
 
 /** How long after a turn ended (or a failed send) its usage is sent again if not acknowledged. */
 const METER_SETTLE_RETRY_MS = 5_000
@@ -173,13 +169,13 @@ function iso(ms: number): string {
   return new Date(ms).toISOString()
 }
 
-export class AgentRun extends DurableObject<CodeEnv> implements LoopHost {
+export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
   readonly store: RunStore
   private readonly loop: TurnLoop
   private readonly followers = new Set<Follower>()
   private execution: TurnExecution | null = null
 
-  constructor(ctx: DurableObjectState, env: CodeEnv) {
+  constructor(ctx: DurableObjectState, env: AgentRunEnv) {
     super(ctx, env)
     this.store = new RunStore(ctx.storage.sql)
     this.loop = new TurnLoop(this)
@@ -197,7 +193,7 @@ export class AgentRun extends DurableObject<CodeEnv> implements LoopHost {
     })
   }
 
-  get workerEnv(): CodeEnv {
+  get workerEnv(): AgentRunEnv {
     return this.env
   }
 
