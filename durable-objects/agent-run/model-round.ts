@@ -1,9 +1,10 @@
 /**
  * One model call of an agent turn: a streamed chat completion through the provider layer
- * (shared/providers: failover, retries, circuit breaker, the simulated model for test keys),
- * read back as deltas. Text and reasoning deltas are handed to the caller as they arrive (all the
- * deltas of one network read are joined into one, so a fast upstream does not cost one stored
- * event per token); tool call fragments are assembled by index.
+ * (shared/providers: failover, retries, circuit breaker, the simulated model for test keys), read
+ * as the typed chunks the provider layer hands over (no SSE in between). Text and reasoning deltas
+ * are handed to the caller as they arrive (all the deltas of one network read are joined into one,
+ * so a fast upstream does not cost one stored event per token); tool call fragments are assembled
+ * by index.
  *
  * Errors before the first byte are the provider layer's AppErrors (502 every provider failed,
  * 503 none configured, 400 the request was refused, 499 aborted); a stream that breaks after it
@@ -16,10 +17,7 @@ import {
   type ProviderChatRequest,
   type ProviderEnv,
   providerRegistryFromEnv,
-  SseParser,
 } from '../../shared/providers'
-import { ChatCompletionChunkSchema } from '../../shared/providers/chat-wire'
-import { readChatCompletionChunk } from '../../shared/providers/wire-check'
 
 export interface ModelRoundInput {
   readonly request: ProviderChatRequest
@@ -67,69 +65,53 @@ export async function runModelRound(input: ModelRoundInput): Promise<ModelRoundO
     env: input.env,
     signal: input.signal,
     requestId: input.requestId,
+    streamAs: 'chunks',
   })
-  if (result.kind !== 'stream') throw new Error('the provider layer answered a stream request with JSON')
+  if (result.kind !== 'chunks') throw new Error('the provider layer answered a stream request with JSON')
 
-  const parser = new SseParser()
   const calls: PartialCall[] = []
   let text = ''
   let refusal = ''
   let finishReason: string | null = null
   let streamError: { code: string; message: string } | null = null
-
-  const handle = (data: string, round: { text: string; reasoning: string }) => {
-    if (data === '[DONE]') return
-    const json: unknown = JSON.parse(data)
-    if (json !== null && typeof json === 'object' && 'error' in json) {
-      const error = (json as { error: { code?: unknown; message?: unknown } }).error
-      streamError = {
-        code: typeof error.code === 'string' ? error.code : 'upstream_stream_interrupted',
-        message: typeof error.message === 'string' ? error.message : 'the model stream broke off',
-      }
-      return
-    }
-    const chunk = readChatCompletionChunk(json) ?? ChatCompletionChunkSchema.parse(json)
-    for (const choice of chunk.choices) {
-      if (choice.index !== 0) continue
-      const delta = choice.delta
-      if (delta?.content) round.text += delta.content
-      if (delta?.reasoning_content) round.reasoning += delta.reasoning_content
-      if (delta?.refusal) refusal += delta.refusal
-      for (const fragment of delta?.tool_calls ?? []) {
-        let call = calls[fragment.index]
-        if (!call) {
-          call = { id: '', name: '', arguments: '' }
-          calls[fragment.index] = call
-        }
-        if (fragment.id) call.id = fragment.id
-        if (fragment.function?.name) call.name += fragment.function.name
-        if (fragment.function?.arguments) call.arguments += fragment.function.arguments
-      }
-      if (choice.finish_reason) finishReason = choice.finish_reason
-    }
-  }
-
-  const reader = result.stream.getReader()
   try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      const round = { text: '', reasoning: '' }
-      const events = done ? parser.end() : parser.pushBytes(value)
-      for (const event of events) if (event.kind === 'data') handle(event.data, round)
-      if (round.reasoning) input.onReasoning(round.reasoning)
-      if (round.text) {
-        text += round.text
-        input.onText(round.text)
+    for await (const items of result.chunks) {
+      let roundText = ''
+      let roundReasoning = ''
+      for (const item of items) {
+        if (item.type === 'error') streamError = item.error
+        if (item.type !== 'chunk') continue
+        for (const choice of item.chunk.choices) {
+          if (choice.index !== 0) continue
+          const delta = choice.delta
+          if (delta?.content) roundText += delta.content
+          if (delta?.reasoning_content) roundReasoning += delta.reasoning_content
+          if (delta?.refusal) refusal += delta.refusal
+          for (const fragment of delta?.tool_calls ?? []) {
+            let call = calls[fragment.index]
+            if (!call) {
+              call = { id: '', name: '', arguments: '' }
+              calls[fragment.index] = call
+            }
+            if (fragment.id) call.id = fragment.id
+            if (fragment.function?.name) call.name += fragment.function.name
+            if (fragment.function?.arguments) call.arguments += fragment.function.arguments
+          }
+          if (choice.finish_reason) finishReason = choice.finish_reason
+        }
       }
-      if (done) break
+      if (roundReasoning) input.onReasoning(roundReasoning)
+      if (roundText) {
+        text += roundText
+        input.onText(roundText)
+      }
     }
   } catch (err) {
+    result.chunks.cancel()
     if (input.signal.aborted) throw input.signal.reason
     throw err
-  } finally {
-    reader.releaseLock()
   }
-  const outcome = await result.outcome
+  const outcome = await result.chunks.outcome
   if (input.signal.aborted) throw input.signal.reason
   const error: { code: string; message: string } | null = streamError ?? outcome.error
   return {

@@ -27,8 +27,8 @@ import { type MeterGrant, openMeter } from '../../../shared/metering/metering-cl
 import { checkChatEntitlements } from '../../../shared/plans/entitlements'
 import { resolvePlan } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError, type UpgradeDecision } from '../../../shared/plans/upgrade-decision'
+import type { StreamOutcome } from '../../../shared/providers/chat-chunks'
 import { type ChatMode, createChatCompletion } from '../../../shared/providers/chat-completions'
-import type { StreamOutcome } from '../../../shared/providers/chat-stream'
 import {
   type ChatCompletion,
   type NormalizedUsage,
