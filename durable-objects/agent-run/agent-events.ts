@@ -3,8 +3,9 @@
  * `{v:1, seq, run_id, turn_id, ts, type, data}`, with `seq` gapless per run (1, 2, 3, ... across
  * all turns of the run). docs/agent-protocol.md is the prose version of this file.
  *
- * Producer side (AgentRun DO): `EventSequencer` assigns seq and timestamps, `encodeEvent` validates
- * and serialises one line. Consumer side (clients, tests): `NdjsonEventParser` turns arbitrary
+ * Producer side (AgentRun DO): `EventSequencer.append` assigns seq and timestamps and hands the
+ * event to `encodeEvent`, which validates and serialises its line (the object stores and sends
+ * exactly that line). Consumer side (clients, tests): `NdjsonEventParser` turns arbitrary
  * chunks back into events; `isTerminal` tells when a turn is over.
  */
 import { z } from 'zod'
@@ -22,7 +23,10 @@ const count = z.int().min(0)
 
 export const TOOL_EXECUTORS = ['server', 'client', 'mcp'] as const
 export const TOOL_CALL_STATUSES = ['running', 'completed', 'failed', 'denied'] as const
-export const PLAN_STEP_STATUSES = ['pending', 'in_progress', 'completed', 'cancelled'] as const
+/** Statuses of a step of the task plan the model keeps with its `update_plan` tool. */
+export const TASK_STEP_STATUSES = ['pending', 'in_progress', 'completed', 'cancelled'] as const
+/** Most steps one task plan may have. */
+export const MAX_TASK_STEPS = 100
 export const DECIDERS = ['user', 'mode_policy', 'expiry'] as const
 /**
  * Why a turn stopped. The two `awaiting_*` reasons end the turn but not the run: the client answers
@@ -140,10 +144,13 @@ export const EventData = {
       ),
     })
     .strict(),
+  /** The model's task plan: the arguments of its `update_plan` call, sent on as they are. */
   'plan.updated': z
     .object({
       explanation: z.string().optional(),
-      steps: z.array(z.object({ step: z.string().min(1), status: z.enum(PLAN_STEP_STATUSES) }).strict()),
+      steps: z
+        .array(z.object({ step: z.string().min(1), status: z.enum(TASK_STEP_STATUSES) }).strict())
+        .max(MAX_TASK_STEPS),
     })
     .strict(),
   progress: z
@@ -342,12 +349,15 @@ export class EventSequencer {
     return this.last
   }
 
-  /** The next durable event (seq = last + 1). Validated, so a bad payload never takes a seq. */
-  next<T extends Exclude<AgentEventType, 'heartbeat'>>(
+  /**
+   * The next durable event (seq = last + 1) and its NDJSON line, validated and serialised once by
+   * `encodeEvent` (the producer's only encoder), so a bad payload never takes a seq.
+   */
+  append<T extends Exclude<AgentEventType, 'heartbeat'>>(
     turnId: string,
     type: T,
     data: EventDataOf<T>,
-  ): AgentEventOf<T> {
+  ): { event: AgentEventOf<T>; line: string } {
     const event = {
       v: EVENT_VERSION,
       seq: this.last + 1,
@@ -357,13 +367,18 @@ export class EventSequencer {
       type,
       data,
     } as AgentEventOf<T>
-    const parsed = AgentEventSchema.safeParse(event)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new Error(`invalid ${type} event: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim())
-    }
+    const line = encodeEvent(event)
     this.last += 1
-    return parsed.data as AgentEventOf<T>
+    return { event, line }
+  }
+
+  /** The next durable event, validated (see `append`). */
+  next<T extends Exclude<AgentEventType, 'heartbeat'>>(
+    turnId: string,
+    type: T,
+    data: EventDataOf<T>,
+  ): AgentEventOf<T> {
+    return this.append(turnId, type, data).event
   }
 
   /** A heartbeat for a connection whose last written event had `lastWrittenSeq` (not stored). */

@@ -11,7 +11,7 @@ import { type AgentEvent, NdjsonEventParser } from './agent-events'
 import type { AgentRunEnv } from './agent-run.context'
 import type { AgentRun, RunOwner, TurnCall } from './agent-run.do'
 import { parseTurnRequest, turnBodyHash } from './turn.schemas'
-import { turnPlanOf } from './turn-settings'
+import { turnSettingsOf } from './turn-settings'
 
 /** The hosting worker's env as the tests see it: the object's env plus its namespace. */
 export const codeEnv = env as unknown as AgentRunEnv & {
@@ -112,9 +112,9 @@ export async function turnCall(run: RunHandle, body: Record<string, unknown>): P
     runId: run.runId,
     request,
     bodyHash: await turnBodyHash(request, run.runId),
-    plan: turnPlanOf(request, {
+    settings: turnSettingsOf(request, {
       testMode,
-      planId: run.identity.planId,
+      billingPlanId: run.identity.planId,
       webSearch: true,
       requestId: 'req-test',
     }),

@@ -752,11 +752,36 @@ describe('storage', () => {
         .map((r) => r.name),
       events: state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM events`).one().n,
     }))
-    expect(tables.version).toBe('1')
+    expect(tables.version).toBe('2')
     expect(tables.names).toEqual(
       expect.arrayContaining(['approvals', 'due_work', 'events', 'messages', 'run', 'tool_calls', 'turns']),
     )
     expect(tables.events).toBe((await status(run)).last_seq)
     expect(codeEnv.AGENT_RUN).toBeDefined()
+  })
+
+  it('migrates a version-1 object in place: turns.plan_json with plan_id become settings_json with billing_plan_id', async () => {
+    const run = newRun()
+    await runTurn(run, { request: 'hello' })
+    const migrated = await runInDurableObject(run.object, (instance: AgentRun, state) => {
+      const sql = state.storage.sql
+      // Back to how version 1 stored the turn, then the migration of a restarted object.
+      sql.exec(`ALTER TABLE turns RENAME COLUMN settings_json TO plan_json`)
+      sql.exec(
+        `UPDATE turns SET plan_json = json_set(json_remove(plan_json, '$.billing_plan_id'), '$.plan_id', 'team')`,
+      )
+      sql.exec(`UPDATE schema_meta SET value = '1' WHERE key = 'schema_version'`)
+      instance.store.migrate()
+      return {
+        version: sql
+          .exec<{ value: string }>(`SELECT value FROM schema_meta WHERE key = 'schema_version'`)
+          .one().value,
+        settings: instance.store.turn('t1')?.settings_json,
+      }
+    })
+    expect(migrated.version).toBe('2')
+    expect(migrated.settings).toMatchObject({ billing_plan_id: 'team', model: 'svc-comb' })
+    expect(migrated.settings).not.toHaveProperty('plan_id')
+    expect((await runTurn(run, { request: 'and again' })).status).toBe(200)
   })
 })

@@ -23,9 +23,9 @@ import { type MeterGrant, meteringUnavailable, openMeter } from '../../shared/me
 import { resolvePlan } from '../../shared/plans'
 import type { Identity } from '../../shared/worker/request-context'
 import {
-  type AgentEvent,
   type EventDataOf,
   EventSequencer,
+  encodeEvent,
   eventsAfterCursor,
   isTerminal,
   nextRunState,
@@ -34,20 +34,13 @@ import {
 import type { AgentRunEnv } from './agent-run.context'
 import { type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
 import { type AgentSettings, agentSettingsFromEnv, turnOutputBudget } from './agent-settings'
+import { transcriptMessages } from './model-prompt'
 import type { RunStatus } from './run-status.schemas'
 import { assertAnswersPending, type TurnRequest } from './turn.schemas'
-import {
-  type AnswerPlan,
-  type DurableEventType,
-  expireApprovals,
-  type LoopHost,
-  pendingState,
-  planAnswers,
-  type TurnExecution,
-  TurnLoop,
-  transcriptMessages,
-} from './turn-loop'
-import type { TurnPlan } from './turn-settings'
+import { type AnswerResolution, expireApprovals, pendingState, resolveAnswers } from './turn-answers'
+import type { DurableEventType, LoopHost, TurnExecution } from './turn-execution'
+import { TurnLoop } from './turn-loop'
+import type { TurnSettings } from './turn-settings'
 
 /** How long after a turn ended (or a failed send) its usage is sent again if not acknowledged. */
 const METER_SETTLE_RETRY_MS = 5_000
@@ -66,17 +59,17 @@ export interface TurnCall {
   runId: string
   request: TurnRequest
   bodyHash: string
-  plan: TurnPlan
+  settings: TurnSettings
 }
 
-type NewTurnCheck = { kind: 'new'; answers: AnswerPlan; now: number }
+type NewTurnCheck = { kind: 'new'; answers: AnswerResolution; now: number }
 type TurnCheck = { kind: 'reattach'; turn: TurnRow } | NewTurnCheck
 
 /** Tokens reserved when a turn is admitted: its output budget plus its own text (settled later). */
-export function estimatedTurnTokens(plan: TurnPlan): number {
+export function estimatedTurnTokens(settings: TurnSettings): number {
   return (
-    turnOutputBudget(plan.effort ?? undefined, modelEntry(plan.model).max_output_length) +
-    Math.ceil(JSON.stringify(plan).length / 4)
+    turnOutputBudget(settings.effort ?? undefined, modelEntry(settings.model).max_output_length) +
+    Math.ceil(JSON.stringify(settings).length / 4)
   )
 }
 
@@ -210,13 +203,15 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
   emit<T extends DurableEventType>(turnId: string, type: T, data: EventDataOf<T>): void {
     const runId = this.store.runId()
     if (!runId) throw new Error('emit before the run exists')
-    const event: AgentEvent = new EventSequencer(runId, this.store.lastSeq()).next(turnId, type, data)
-    const line = lineOf(event)
-    this.store.appendEvent(event.seq, turnId, type, line)
+    // Validated and serialised once, by the protocol's one encoder, before it takes its seq.
+    const sequencer = new EventSequencer(runId, this.store.lastSeq())
+    const { line } = sequencer.append(turnId, type, data)
+    const seq = sequencer.lastSeq
+    this.store.appendEvent(seq, turnId, type, line)
     const bytes = encoder.encode(line)
     const ends = isTerminal(type)
     for (const follower of this.followers) {
-      follower.write(bytes, event.seq)
+      follower.write(bytes, seq)
       if (ends && follower.turnId === turnId) {
         follower.close()
         this.followers.delete(follower)
@@ -243,8 +238,8 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
         grant = await meter.acquire(
           {
             requestId: `agent-turn:${call.runId}:${call.bodyHash.slice(7, 39)}`,
-            model: call.plan.model,
-            estimatedTokens: estimatedTurnTokens(call.plan),
+            model: call.settings.model,
+            estimatedTokens: estimatedTurnTokens(call.settings),
           },
           catalog,
         )
@@ -283,7 +278,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
   /** Every check of a posted turn, without writing anything. */
   private checkTurn(call: TurnCall): TurnCheck {
     const { store } = this
-    const { request, plan } = call
+    const { request } = call
     const settings = this.settings
     const run = store.run()
     if (run && !this.owns(run, call.owner)) throw runNotFound('run_id')
@@ -303,7 +298,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
 
     const now = this.now()
     const pending = run ? pendingState(store, now) : { approvals: [], awaitingResults: [], expired: [] }
-    const answers = planAnswers(store, pending, plan, request.approvals ?? [])
+    const answers = resolveAnswers(store, pending, call.settings, request.approvals ?? [])
     const owes = answers.requiredApprovals.length + answers.requiredResults.length > 0
     const answered = (request.approvals?.length ?? 0) + (request.tool_results?.length ?? 0) > 0
     nextRunState(run?.state, { kind: 'turn_posted', answersPending: !owes || answered })
@@ -341,7 +336,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
   /** Writes the new turn, applies its answers and starts its loop (synchronous up to the loop). */
   private acceptTurn(call: TurnCall, check: NewTurnCheck, meter: TurnMeter): Response {
     const { store } = this
-    const { request, plan } = call
+    const { request, settings } = call
     const { answers, now } = check
     const head = store.lastSeq()
     expireApprovals(store, now)
@@ -350,20 +345,20 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
         runId: call.runId,
         tenantId: call.owner.tenantId,
         principalId: call.owner.principalId,
-        testMode: plan.test_mode,
-        sessionId: plan.session_id,
-        model: plan.model,
-        mode: plan.mode,
+        testMode: settings.test_mode,
+        sessionId: settings.session_id,
+        model: settings.model,
+        mode: settings.mode,
         now,
         usage: ZERO_USAGE,
       })
       for (const message of transcriptMessages(request.transcript)) store.addMessage(request.turn_id, message)
     }
-    store.setRunTurnSettings(plan.model, plan.mode, plan.session_id)
+    store.setRunTurnSettings(settings.model, settings.mode, settings.session_id)
     store.insertTurn({
       turnId: request.turn_id,
       bodyHash: call.bodyHash,
-      plan,
+      settings,
       startedSeq: head + 1,
       now,
       usage: ZERO_USAGE,
@@ -373,13 +368,13 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
     store.schedule('turn_timeout', request.turn_id, now + this.settings.turnTimeoutMs)
     const exec: TurnExecution = { turnId: request.turn_id, controller: new AbortController() }
     this.emit(request.turn_id, 'turn.started', {
-      session_id: plan.session_id,
-      model: plan.model,
-      mode: plan.mode,
-      effort: plan.effort,
-      enable_thinking: plan.enable_thinking,
+      session_id: settings.session_id,
+      model: settings.model,
+      mode: settings.mode,
+      effort: settings.effort,
+      enable_thinking: settings.enable_thinking,
     })
-    this.loop.applyAnswers(exec, plan, answers, request.tool_results ?? [])
+    this.loop.applyAnswers(exec, settings, answers, request.tool_results ?? [])
     const turn = store.turn(request.turn_id)
     if (!turn) throw new Error('the turn was not stored')
     const response = this.follow(call.runId, turn, request.cursor ?? 0)
@@ -475,7 +470,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
           turn.turn_id,
           Math.max(cursor, upTo),
           (turnId, lastSeq) =>
-            lineOf(new EventSequencer(runId, lastSeq).heartbeat(turnId, lastSeq, heartbeatMs)),
+            encodeEvent(new EventSequencer(runId, lastSeq).heartbeat(turnId, lastSeq, heartbeatMs)),
           heartbeatMs,
         )
         this.followers.add(follower)
@@ -658,17 +653,4 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
 
 function roundUsd(value: number): number {
   return Math.round(value * 1e6) / 1e6
-}
-
-/** The NDJSON line of an event, keys in envelope order (what encodeEvent produces). */
-function lineOf(event: AgentEvent): string {
-  return `${JSON.stringify({
-    v: event.v,
-    seq: event.seq,
-    run_id: event.run_id,
-    turn_id: event.turn_id,
-    ts: event.ts,
-    type: event.type,
-    data: event.data,
-  })}\n`
 }

@@ -10,7 +10,7 @@
  * | run         | one row: owner, state, model/mode of the last turn, id counter,              |
  * |             | usage and cost so far                                                        |
  * | events      | the event log: seq (gapless from 1) -> the NDJSON line as served              |
- * | turns       | one row per turn: body hash (reattach), the turn's plan, state, stop reason, |
+ * | turns       | one row per turn: body hash (reattach), its settings, state, stop reason,    |
  * |             | first/terminal seq, rounds and model attempts, usage                          |
  * | messages    | the model conversation of the run (OpenAI chat messages)                      |
  * | tool_calls  | every tool call the model made, its executor and status                       |
@@ -25,9 +25,13 @@ import type { ProviderChatMessage } from '../../shared/providers/chat-wire'
 import type { Identity } from '../../shared/worker/request-context'
 import { RUN_STATES, type RunState, type TokenUsage, TokenUsageSchema } from './agent-events'
 import { type FileChange, FileChangeSchema } from './file-changes'
-import { type TurnPlan, TurnPlanSchema } from './turn-settings'
+import { type TurnSettings, TurnSettingsSchema } from './turn-settings'
 
-export const SCHEMA_VERSION = 1
+/**
+ * 2: `turns.plan_json` became `settings_json` and its `plan_id` became `billing_plan_id` (the
+ * word "plan" had four meanings in the agent plane); a version-1 object is migrated in place.
+ */
+export const SCHEMA_VERSION = 2
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -59,7 +63,7 @@ const DDL = [
     turn_id TEXT PRIMARY KEY,
     ordinal INTEGER NOT NULL UNIQUE,
     body_hash TEXT NOT NULL,
-    plan_json TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
     state TEXT NOT NULL,
     stop_reason TEXT,
     started_seq INTEGER NOT NULL,
@@ -185,7 +189,7 @@ export const TurnRowSchema = z.object({
   turn_id: z.string(),
   ordinal: z.number().int().min(1),
   body_hash: z.string(),
-  plan_json: json(TurnPlanSchema),
+  settings_json: json(TurnSettingsSchema),
   state: z.enum(TURN_STATES),
   stop_reason: z.string().nullable(),
   started_seq: z.number().int().min(1),
@@ -300,7 +304,7 @@ export interface NewTurn {
   turnId: string
   meter: TurnMeter | null
   bodyHash: string
-  plan: TurnPlan
+  settings: TurnSettings
   startedSeq: number
   now: number
   usage: TokenUsage
@@ -320,7 +324,7 @@ export class RunStore {
     return this.id
   }
 
-  /** Idempotent: creates the tables and records the schema version. */
+  /** Idempotent: creates the tables, migrates an older version in place, records the version. */
   migrate(): void {
     for (const statement of DDL) this.sql.exec(statement)
     const stored = this.sql
@@ -328,6 +332,14 @@ export class RunStore {
       .toArray()[0]
     if (stored && Number(stored.value) > SCHEMA_VERSION) {
       throw new Error(`storage schema ${stored.value} is newer than this code (${SCHEMA_VERSION})`)
+    }
+    if (stored && Number(stored.value) < 2) {
+      this.sql.exec(`ALTER TABLE turns RENAME COLUMN plan_json TO settings_json`)
+      this.sql.exec(
+        `UPDATE turns SET settings_json = json_set(json_remove(settings_json, '$.plan_id'),
+           '$.billing_plan_id', json_extract(settings_json, '$.plan_id'))
+         WHERE json_type(settings_json, '$.plan_id') IS NOT NULL`,
+      )
     }
     this.sql.exec(
       `INSERT INTO schema_meta (key, value) VALUES ('schema_version', ?)
@@ -457,11 +469,11 @@ export class RunStore {
 
   insertTurn(turn: NewTurn): void {
     this.sql.exec(
-      `INSERT INTO turns (turn_id, ordinal, body_hash, plan_json, state, started_seq, started_at, usage_json, meter_json)
+      `INSERT INTO turns (turn_id, ordinal, body_hash, settings_json, state, started_seq, started_at, usage_json, meter_json)
        VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM turns), ?, ?, 'running', ?, ?, ?, ?)`,
       turn.turnId,
       turn.bodyHash,
-      JSON.stringify(turn.plan),
+      JSON.stringify(turn.settings),
       turn.startedSeq,
       turn.now,
       JSON.stringify(turn.usage),

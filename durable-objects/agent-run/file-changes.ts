@@ -8,6 +8,7 @@
  * every other op names both; `from_path` is present exactly for renames.
  */
 import { z } from 'zod'
+import type { EventDataOf } from './agent-events'
 
 export const FILE_OPS = ['create', 'modify', 'delete', 'rename'] as const
 export type FileOp = (typeof FILE_OPS)[number]
@@ -74,3 +75,15 @@ export type FileChange = z.infer<typeof FileChangeSchema>
 
 /** At most this many changes per tool result (a larger edit is summarised by the client). */
 export const MAX_FILE_CHANGES = 256
+
+/** The `turn.diff` of a turn: every change it reported, in order, as one unified diff. */
+export function turnDiff(changes: readonly FileChange[]): EventDataOf<'turn.diff'> {
+  return {
+    diff: changes.map((c) => (c.diff === '' || c.diff.endsWith('\n') ? c.diff : `${c.diff}\n`)).join(''),
+    files: changes.map((c) => ({
+      path: c.path,
+      op: c.op,
+      ...(c.from_path ? { from_path: c.from_path } : {}),
+    })),
+  }
+}

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../shared/http/errors'
 import { parseTurnRequest } from './turn.schemas'
-import { CONTEXT_LIMITS, turnPlanOf } from './turn-settings'
+import { CONTEXT_LIMITS, turnSettingsOf } from './turn-settings'
 
-const caller = { testMode: true, planId: 'team', webSearch: true, requestId: 'req_1' }
+const caller = { testMode: true, billingPlanId: 'team', webSearch: true, requestId: 'req_1' }
 const request = (overrides: Record<string, unknown> = {}) =>
   parseTurnRequest({
     protocol: 'svc.code.v1',
@@ -19,10 +19,10 @@ const request = (overrides: Record<string, unknown> = {}) =>
     ...overrides,
   })
 
-describe('the stored plan of a turn', () => {
+describe('the stored settings of a turn', () => {
   it('keeps what the loop needs and the caller facts, not the transcript or cursor', () => {
-    const plan = turnPlanOf(request(), caller)
-    expect(plan).toEqual({
+    const settings = turnSettingsOf(request(), caller)
+    expect(settings).toEqual({
       session_id: 's',
       model: 'svc-comb',
       mode: 'auto',
@@ -33,22 +33,22 @@ describe('the stored plan of a turn', () => {
       workspace_context: '{"root":"/repo"}',
       capabilities_context: '{"diff":true}',
       test_mode: true,
-      plan_id: 'team',
+      billing_plan_id: 'team',
       web_search: true,
       request_id: 'req_1',
     })
   })
 
   it('cuts a large workspace to a bounded text for the prompt', () => {
-    const plan = turnPlanOf(request({ workspace: { files: 'x'.repeat(50_000) } }), caller)
-    expect(plan.workspace_context.length).toBeLessThan(CONTEXT_LIMITS.workspace + 100)
-    expect(plan.workspace_context).toMatch(/more characters cut\)$/)
+    const settings = turnSettingsOf(request({ workspace: { files: 'x'.repeat(50_000) } }), caller)
+    expect(settings.workspace_context.length).toBeLessThan(CONTEXT_LIMITS.workspace + 100)
+    expect(settings.workspace_context).toMatch(/more characters cut\)$/)
   })
 
   it('refuses a turn too large to store with a 400 that says what to shorten', () => {
     let error: unknown
     try {
-      turnPlanOf(request({ request: 'y'.repeat(1_600_000) }), caller)
+      turnSettingsOf(request({ request: 'y'.repeat(1_600_000) }), caller)
     } catch (err) {
       error = err
     }

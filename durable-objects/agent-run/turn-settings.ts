@@ -1,5 +1,6 @@
 /**
- * What an AgentRun keeps of a turn request to run it (and to run it again after a retry alarm):
+ * A turn's settings: what an AgentRun keeps of a turn request to run it (and to run it again
+ * after a retry alarm):
  * the validated fields the model loop needs, the caller's entitlements for this turn, and the
  * workspace and capabilities as bounded text for the system prompt. The transcript seeds the
  * conversation once and the answers (`approvals`, `tool_results`) are applied when the turn is
@@ -22,7 +23,7 @@ const StoredClientToolSchema = z.object({
   tags: z.array(z.string()),
 })
 
-export const TurnPlanSchema = z.object({
+export const TurnSettingsSchema = z.object({
   session_id: z.string(),
   model: z.enum(MODEL_ALIASES),
   mode: z.enum(AGENT_MODES),
@@ -34,23 +35,24 @@ export const TurnPlanSchema = z.object({
   capabilities_context: z.string(),
   /** svc_sk_test_ credential: the simulated model and the built-in search index. */
   test_mode: z.boolean(),
-  plan_id: z.string(),
-  /** The plan includes web search: the model is offered the `web_search` tool. */
+  /** The caller's billing plan (resolvePlan finds it in the deployment's catalog at every model call). */
+  billing_plan_id: z.string(),
+  /** The billing plan includes web search: the model is offered the `web_search` tool. */
   web_search: z.boolean(),
   request_id: z.string(),
 })
-export type TurnPlan = z.infer<typeof TurnPlanSchema>
+export type TurnSettings = z.infer<typeof TurnSettingsSchema>
 
 function boundedJson(value: unknown, limit: number): string {
   const text = JSON.stringify(value)
   return text.length <= limit ? text : `${text.slice(0, limit)}… (${text.length - limit} more characters cut)`
 }
 
-export function turnPlanOf(
+export function turnSettingsOf(
   request: TurnRequest,
-  caller: { testMode: boolean; planId: string; webSearch: boolean; requestId: string },
-): TurnPlan {
-  const plan: TurnPlan = {
+  caller: { testMode: boolean; billingPlanId: string; webSearch: boolean; requestId: string },
+): TurnSettings {
+  const settings: TurnSettings = {
     session_id: request.session_id,
     model: request.model,
     mode: request.mode,
@@ -61,11 +63,11 @@ export function turnPlanOf(
     workspace_context: boundedJson(request.workspace, CONTEXT_LIMITS.workspace),
     capabilities_context: boundedJson(request.capabilities, CONTEXT_LIMITS.capabilities),
     test_mode: caller.testMode,
-    plan_id: caller.planId,
+    billing_plan_id: caller.billingPlanId,
     web_search: caller.webSearch,
     request_id: caller.requestId,
   }
-  const size = new TextEncoder().encode(JSON.stringify(plan)).byteLength
+  const size = new TextEncoder().encode(JSON.stringify(settings)).byteLength
   if (size > MAX_STORED_TURN_BYTES) {
     throw new AppError(
       400,
@@ -74,5 +76,5 @@ export function turnPlanOf(
       { param: 'request' },
     )
   }
-  return plan
+  return settings
 }

@@ -14,7 +14,7 @@ import {
   TurnRequestSchema,
   turnBodyHash,
 } from '../../../durable-objects/agent-run/turn.schemas'
-import { turnPlanOf } from '../../../durable-objects/agent-run/turn-settings'
+import { turnSettingsOf } from '../../../durable-objects/agent-run/turn-settings'
 import { supportsThinking } from '../../../shared/catalog/model-catalog'
 import { AppError } from '../../../shared/http/errors'
 import {
@@ -142,9 +142,9 @@ export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
 
     const runId = request.run_id ?? crypto.randomUUID()
     const owner = ownerOf(identity)
-    const turnPlan = turnPlanOf(request, {
+    const settings = turnSettingsOf(request, {
       testMode,
-      planId: billing.plan.id,
+      billingPlanId: billing.plan.id,
       webSearch: billing.plan.features.includes('web_search'),
       requestId,
     })
@@ -157,7 +157,7 @@ export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
         runId,
         request,
         bodyHash,
-        plan: turnPlan,
+        settings,
       })
     } catch (err) {
       throw runStoreUnavailable(err)
