@@ -7,16 +7,27 @@ import { bundleWorker } from './scripts/workers.ts'
  * Three kinds of tests:
  * - unit: colocated `*.test.ts` files run inside workerd (Cloudflare's vitest integration),
  *   so they see the same runtime as production code.
- * - do-<family>: Durable Objects inside the worker that hosts them (its wrangler config), so
+ * - do-<worker>: Durable Objects inside the worker that hosts them (its wrangler config), so
  *   alarms, storage and RPC are the real ones; tests drive alarms with runDurableObjectAlarm.
+ *   do-metering hosts the RateLimiter; do-chat and do-code run their worker with the metering
+ *   worker beside it, as deployed.
  * - e2e: `test/e2e/**` start the whole stack the way README says (`npm start`) and call it over
  *   HTTP with real clients, once on embedded PGlite and once on the real PostgreSQL server.
  */
 export default defineConfig(async () => {
-  // The code worker binds the RateLimiter that the chat worker hosts (script_name = "svc-chat"),
-  // so its Durable Object tests run with the real chat worker beside it.
-  const chatBundle = path.resolve('.data/vitest-aux/svc-chat/index.js')
-  await bundleWorker(path.resolve('functions/chat/src/index.ts'), chatBundle)
+  // The chat and code workers bind the RateLimiter that the metering worker hosts
+  // (script_name = "svc-metering"), so their Durable Object tests run with the real metering
+  // worker beside them.
+  const meteringBundle = path.resolve('.data/vitest-aux/svc-metering/index.js')
+  await bundleWorker(path.resolve('functions/metering/src/index.ts'), meteringBundle)
+  const meteringWorker = {
+    name: 'svc-metering',
+    modules: true,
+    scriptPath: meteringBundle,
+    compatibilityDate: '2026-10-01',
+    compatibilityFlags: ['nodejs_compat'],
+    durableObjects: { RATE_LIMITER: { className: 'RateLimiter', useSQLite: true } },
+  }
 
   return {
     test: {
@@ -42,10 +53,23 @@ export default defineConfig(async () => {
           },
         },
         {
-          plugins: [cloudflareTest({ wrangler: { configPath: 'functions/chat/wrangler.toml' } })],
+          plugins: [cloudflareTest({ wrangler: { configPath: 'functions/metering/wrangler.toml' } })],
+          test: {
+            name: 'do-metering',
+            include: ['durable-objects/rate-limiter/**/*.do.test.ts', 'functions/metering/**/*.do.test.ts'],
+            passWithNoTests: true,
+          },
+        },
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: 'functions/chat/wrangler.toml' },
+              miniflare: { workers: [meteringWorker] },
+            }),
+          ],
           test: {
             name: 'do-chat',
-            include: ['durable-objects/rate-limiter*.do.test.ts', 'functions/chat/**/*.do.test.ts'],
+            include: ['functions/chat/**/*.do.test.ts'],
             passWithNoTests: true,
           },
         },
@@ -53,18 +77,7 @@ export default defineConfig(async () => {
           plugins: [
             cloudflareTest({
               wrangler: { configPath: 'functions/code/wrangler.toml' },
-              miniflare: {
-                workers: [
-                  {
-                    name: 'svc-chat',
-                    modules: true,
-                    scriptPath: chatBundle,
-                    compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
-                    durableObjects: { RATE_LIMITER: { className: 'RateLimiter', useSQLite: true } },
-                  },
-                ],
-              },
+              miniflare: { workers: [meteringWorker] },
             }),
           ],
           test: {

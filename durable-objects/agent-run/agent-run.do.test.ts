@@ -72,7 +72,7 @@ async function dueWork(run: RunHandle): Promise<{ kind: string; ref: string; due
 }
 
 // Admission and metering go to a stand-in RateLimiter that records what it is told; one test
-// below talks to the real one hosted by the chat worker.
+// below talks to the real one hosted by the metering worker.
 beforeEach(() => {
   installLimiter()
 })
@@ -693,7 +693,7 @@ describe('metering', () => {
     expect(upstream.requests).toHaveLength(0)
   })
 
-  it('meters test-mode turns with the real RateLimiter of the chat worker', async () => {
+  it('meters test-mode turns with the real RateLimiter of the metering worker', async () => {
     uninstallLimiter()
     const run = newRun('test')
     const response = await run.object.postTurn(await turnCall(run, { turn_id: 't1', request: 'hi' }))

@@ -1,5 +1,8 @@
-/** Metering: rate limits, allowances, credits and the usage ledger. See docs/plans.md. */
-export { type BillingPeriod, billingPeriodAt } from './billing-period'
+/**
+ * Metering as its callers see it: the typed client of the RateLimiter object, its RPC protocol,
+ * prices and rate-limit headers. The object and the decisions it makes (windows, reservations,
+ * leases, the ledger) live beside it in durable-objects/rate-limiter/. See docs/plans.md.
+ */
 export type {
   AcquireInput,
   AcquireResult,
@@ -21,15 +24,8 @@ export {
   meteringUnavailable,
   openMeter,
   type RateLimiterNamespace,
+  type RateLimiterRpc,
 } from './metering-client'
-export {
-  FLUSH_BATCH_SIZE,
-  flushLedger,
-  loadBalance,
-  type MeteringStore,
-  postgresMeteringStore,
-  readBalance,
-} from './metering-store'
 export {
   CREDIT_UNITS_PER_CENT,
   centsToUnits,
@@ -38,5 +34,3 @@ export {
   usageCostUnits,
 } from './pricing'
 export { formatResetDuration, rateLimitHeaders } from './rate-limit-headers'
-export { SlidingWindow } from './sliding-window'
-export { RATE_WINDOW_MS, TenantLimiter, tokensBeyond } from './tenant-limiter'

@@ -1,6 +1,6 @@
 /**
  * The typed client every worker uses to meter a request against the RateLimiter object of the
- * caller's tenant (see durable-objects/rate-limiter.do.ts and docs/plans.md):
+ * caller's tenant (see durable-objects/rate-limiter/rate-limiter.do.ts and docs/plans.md):
  *
  *   const { catalog } = resolvePlan(env, identity.planId)
  *   const meter = openMeter(env.RATE_LIMITER, identity, 'code.turns')
@@ -8,11 +8,11 @@
  *   ...do the work...
  *   await meter.settle(grant, { usage, estimated, provider })                 // never throws
  *
- * Binding (wrangler.toml of a worker other than svc-chat):
+ * Binding (wrangler.toml of every worker that meters; the object is hosted by svc-metering):
  *   [[durable_objects.bindings]]
  *   name = "RATE_LIMITER"
  *   class_name = "RateLimiter"
- *   script_name = "svc-chat"
+ *   script_name = "svc-metering"
  *
  * Usage is acknowledged only once it is stored: `settle` resolves when the object has committed
  * the ledger row to its storage (the object writes it before it answers, and its output gate holds
@@ -27,7 +27,7 @@
  *
  * Admission leases: an acquire that reaches the object also asks for a lease — a slice of the
  * tenant's headroom for this model, usable by this isolate for about a second (the object grants
- * one only far from every limit; see shared/metering/tenant-limiter.ts). While the isolate holds
+ * one only far from every limit; see durable-objects/rate-limiter/tenant-limiter.ts). While the isolate holds
  * a lease that covers a request, `acquire` admits it locally with no round trip; the request
  * settles like any other. When the lease runs out or expires, what it did not use goes back to
  * the object with the next call. The next lease asked for is twice what the last one admitted
@@ -38,7 +38,6 @@
  * (svc_sk_test_ keys) get their own object: rate limits apply, allowance and credits do not,
  * and their ledger rows carry mode 'test' and zero credits.
  */
-import type { RateLimiter } from '../../durable-objects/rate-limiter.do'
 import type { ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
 import type { PlanCatalog } from '../plans/plan-catalog'
@@ -46,6 +45,7 @@ import { actionRequiredError } from '../plans/upgrade-decision'
 import type { NormalizedUsage } from '../providers/chat-wire'
 import { type Identity, isTestMode, principalId } from '../worker/request-context'
 import {
+  type AcquireInput,
   type AcquireResult,
   type LeaseReturnInput,
   MAX_LEASE_REQUESTS,
@@ -53,12 +53,25 @@ import {
   type MeteringScope,
   type RateLimitSnapshot,
   type SettleInput,
+  type SettleResult,
 } from './metering.schemas'
 import { rateLimitHeaders } from './rate-limit-headers'
 
 export type { MeterGrant }
 
-export type RateLimiterNamespace = DurableObjectNamespace<RateLimiter>
+/**
+ * The RateLimiter object's RPC surface, as its callers use it. The object
+ * (durable-objects/rate-limiter/rate-limiter.do.ts) implements it; callers depend on this
+ * interface, never on the object's code.
+ */
+export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
+  acquire(input: AcquireInput): Promise<AcquireResult>
+  settleMany(inputs: SettleInput[], returns?: LeaseReturnInput[]): Promise<SettleResult[]>
+  checkpoint(inputs: SettleInput[]): Promise<void>
+  snapshot(scope: MeteringScope): Promise<RateLimitSnapshot | null>
+}
+
+export type RateLimiterNamespace = DurableObjectNamespace<RateLimiterRpc>
 
 export interface MeterUsage {
   /** null when nothing was produced (the reservation is released, no ledger row). */
@@ -250,7 +263,7 @@ export function openMeter(
   const name = meteringObjectName(identity)
   // Made on first use: a request admitted from a lease whose settle only queues never needs one
   // (deriving the id hashes the name).
-  let stub: DurableObjectStub<RateLimiter> | null = null
+  let stub: DurableObjectStub<RateLimiterRpc> | null = null
   const object = () => {
     stub ??= namespace.get(namespace.idFromName(name))
     return stub

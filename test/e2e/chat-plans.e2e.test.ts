@@ -5,7 +5,7 @@
  */
 import { Validator } from '@cfworker/json-schema'
 import { describe, expect, it } from 'vitest'
-import { flushLedger } from '../../shared/metering/metering-store.ts'
+import { flushLedger } from '../../durable-objects/rate-limiter/metering-store.ts'
 import { getPlan, PLAN_CATALOG } from '../../shared/plans/plan-catalog.ts'
 import upgradeDecisionSchema from '../../shared/plans/upgrade-decision.schema.json'
 import { UPGRADE_REASON_STATUS, type UpgradeReason } from '../../shared/plans/upgrade-decision.ts'

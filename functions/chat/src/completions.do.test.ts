@@ -3,9 +3,9 @@
  * deployment cases the end-to-end stack cannot show (no MODEL_PROVIDERS at all, an invalid one)
  * and the headers every response carries.
  */
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test'
+import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test'
 import { describe, expect, it, vi } from 'vitest'
-import type { RateLimiter } from '../../../durable-objects/rate-limiter.do'
+import type { LedgerEntry } from '../../../shared/metering'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import type { ChatEnv } from './chat.context'
 import ChatWorker from './index'
@@ -162,14 +162,17 @@ describe('chat worker: deployments without a model provider', () => {
   })
 })
 
-/** The ledger rows in the tenant's test-mode RateLimiter storage, read straight from SQLite. */
-function ledgerRows(who: Identity) {
+/** The ledger rows kept by the tenant's test-mode RateLimiter (hosted by svc-metering). */
+async function ledgerRows(who: Identity) {
   const stub = chatEnv.RATE_LIMITER.get(chatEnv.RATE_LIMITER.idFromName(`${who.tenantId}:test`))
-  return runInDurableObject(stub, (_instance: RateLimiter, state) =>
-    state.storage.sql
-      .exec('select mode, provider, prompt_tokens, completion_tokens, estimated from ledger')
-      .toArray(),
-  )
+  const rows = await (stub as unknown as { keptLedger(): Promise<LedgerEntry[]> }).keptLedger()
+  return rows.map((row) => ({
+    mode: row.mode,
+    provider: row.provider,
+    prompt_tokens: row.promptTokens,
+    completion_tokens: row.completionTokens,
+    estimated: row.estimated ? 1 : 0,
+  }))
 }
 
 describe('chat worker: the plan catalog', () => {

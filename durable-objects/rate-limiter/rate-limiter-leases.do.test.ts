@@ -4,17 +4,21 @@
  */
 import { env, runInDurableObject } from 'cloudflare:test'
 import { beforeEach, describe, expect, it } from 'vitest'
-import type { MeterGrant } from '../shared/metering/metering.schemas'
+import type { MeterGrant } from '../../shared/metering/metering.schemas'
 import {
   openMeter,
   type RateLimiterNamespace,
   resetMeteringClientState,
-} from '../shared/metering/metering-client'
-import { PLAN_CATALOG } from '../shared/plans/plan-catalog'
-import type { Identity } from '../shared/worker/request-context'
+} from '../../shared/metering/metering-client'
+import { PLAN_CATALOG } from '../../shared/plans/plan-catalog'
+import type { Identity } from '../../shared/worker/request-context'
 import type { RateLimiter } from './rate-limiter.do'
 
-const RATE_LIMITER = (env as unknown as { RATE_LIMITER: RateLimiterNamespace }).RATE_LIMITER
+// These tests run inside the hosting worker: the binding as callers see it (the client's RPC
+// surface), and as the class itself (to look inside an instance).
+const bindings = env as unknown as { RATE_LIMITER: DurableObjectNamespace<RateLimiter> }
+const RATE_LIMITER = bindings.RATE_LIMITER
+const LIMITER_RPC = bindings.RATE_LIMITER as unknown as RateLimiterNamespace
 
 function testIdentity(planId: string): Identity {
   return {
@@ -27,7 +31,7 @@ function testIdentity(planId: string): Identity {
 }
 
 async function acquireAll(identity: Identity, n: number) {
-  const meter = openMeter(RATE_LIMITER, identity, 'chat.completions')
+  const meter = openMeter(LIMITER_RPC, identity, 'chat.completions')
   const outcomes = await Promise.allSettled(
     Array.from({ length: n }, (_, i) =>
       meter.acquire({ requestId: `req_${i}`, model: 'svc-cell', estimatedTokens: 50 }, PLAN_CATALOG),
@@ -59,7 +63,7 @@ describe('RateLimiter admission leases', () => {
 
   it('one request after another, 700 against 600 requests/min: exactly 600, most without a round trip', async () => {
     const identity = testIdentity('team')
-    const meter = openMeter(RATE_LIMITER, identity, 'chat.completions')
+    const meter = openMeter(LIMITER_RPC, identity, 'chat.completions')
     const grants: MeterGrant[] = []
     let refused = 0
     for (let i = 0; i < 700; i++) {

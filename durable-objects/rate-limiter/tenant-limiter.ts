@@ -26,11 +26,7 @@
  * with returnLease (the windows and reservations shrink accordingly); each request admitted
  * under it settles like any other, replacing its estimate in the lease with the tokens it used.
  */
-import type { ModelAlias } from '../catalog/model-aliases'
-import { checkModelAllowance, checkTokenAllowance, rateLimitedDecision } from '../plans/entitlements'
-import type { BillingPlan, PlanCatalog } from '../plans/plan-catalog'
-import type { UpgradeDecision } from '../plans/upgrade-decision'
-import { billingPeriodAt } from './billing-period'
+import type { ModelAlias } from '../../shared/catalog/model-aliases'
 import type {
   AcquireResult,
   LedgerEntry,
@@ -38,8 +34,16 @@ import type {
   MeteringMode,
   RateLimitSnapshot,
   StoredBalance,
-} from './metering.schemas'
-import { CREDIT_UNITS_PER_CENT, estimateCostUnits, usageCostUnits } from './pricing'
+} from '../../shared/metering/metering.schemas'
+import { CREDIT_UNITS_PER_CENT, estimateCostUnits, usageCostUnits } from '../../shared/metering/pricing'
+import {
+  checkModelAllowance,
+  checkTokenAllowance,
+  rateLimitedDecision,
+} from '../../shared/plans/entitlements'
+import type { BillingPlan, PlanCatalog } from '../../shared/plans/plan-catalog'
+import type { UpgradeDecision } from '../../shared/plans/upgrade-decision'
+import { billingPeriodAt } from './billing-period'
 import { SlidingWindow, type WindowEvent } from './sliding-window'
 
 export const RATE_WINDOW_MS = 60_000

@@ -3,7 +3,7 @@
  * accepts too and returns unchanged; whatever they decline goes to the schema.
  */
 import { describe, expect, it } from 'vitest'
-import { LedgerEntrySchema, SettleInputSchema } from './metering.schemas'
+import { LedgerEntrySchema, SettleInputSchema } from '../../shared/metering/metering.schemas'
 import { looksLikeSettleInput, readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
 
 const settle = {

@@ -1,17 +1,17 @@
 import { Validator } from '@cfworker/json-schema'
 import { describe, expect, it } from 'vitest'
+import type { AcquireResult, MeteredUsage } from '../../shared/metering/metering.schemas'
+import { CREDIT_UNITS_PER_CENT, usageCostUnits } from '../../shared/metering/pricing'
 import {
   type BillingPlan,
   getPlan,
   PLAN_CATALOG,
   PLAN_CATALOG_CONFIG,
   parsePlanCatalog,
-} from '../plans/plan-catalog'
-import { actionRequiredError } from '../plans/upgrade-decision'
-import schema from '../plans/upgrade-decision.schema.json'
+} from '../../shared/plans/plan-catalog'
+import { actionRequiredError } from '../../shared/plans/upgrade-decision'
+import schema from '../../shared/plans/upgrade-decision.schema.json'
 import { billingPeriodAt } from './billing-period'
-import type { AcquireResult, MeteredUsage } from './metering.schemas'
-import { CREDIT_UNITS_PER_CENT, usageCostUnits } from './pricing'
 import { type LimiterBalance, TenantLimiter } from './tenant-limiter'
 
 const plan = (id: string): BillingPlan => getPlan(id, PLAN_CATALOG)!

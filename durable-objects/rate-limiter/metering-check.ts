@@ -7,7 +7,7 @@
  * fields — and returns what the schema would; anything else goes to the schema, which decides and
  * words the failure (metering-check.test.ts holds both to the same answer).
  */
-import { MODEL_ALIASES } from '../catalog/model-aliases'
+import { MODEL_ALIASES } from '../../shared/catalog/model-aliases'
 import {
   type LeaseReturnInput,
   LeaseReturnsSchema,
@@ -16,7 +16,7 @@ import {
   MAX_SETTLE_BATCH,
   SettleBatchSchema,
   type SettleInput,
-} from './metering.schemas'
+} from '../../shared/metering/metering.schemas'
 
 type Obj = Record<string, unknown>
 

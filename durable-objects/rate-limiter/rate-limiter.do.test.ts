@@ -1,6 +1,5 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import { billingPeriodAt } from '../shared/metering/billing-period'
 import type {
   AcquireInput,
   BalanceRow,
@@ -8,13 +7,14 @@ import type {
   MeteringMode,
   SettleInput,
   StoredBalance,
-} from '../shared/metering/metering.schemas'
-import type { RateLimiterNamespace } from '../shared/metering/metering-client'
-import type { MeteringStore } from '../shared/metering/metering-store'
-import { CREDIT_UNITS_PER_CENT } from '../shared/metering/pricing'
+} from '../../shared/metering/metering.schemas'
+import { CREDIT_UNITS_PER_CENT } from '../../shared/metering/pricing'
+import { billingPeriodAt } from './billing-period'
+import type { MeteringStore } from './metering-store'
 import { ORPHAN_AFTER_MS, type RateLimiter } from './rate-limiter.do'
 
-const RATE_LIMITER = (env as unknown as { RATE_LIMITER: RateLimiterNamespace }).RATE_LIMITER
+// These tests run inside the hosting worker: the namespace of the class itself.
+const RATE_LIMITER = (env as unknown as { RATE_LIMITER: DurableObjectNamespace<RateLimiter> }).RATE_LIMITER
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
 
 /**

@@ -1,8 +1,9 @@
 /**
  * RateLimiter: one Durable Object per tenant and mode (`<tenantId>:live`, `<tenantId>:test`),
- * hosted by the chat worker (svc-chat) and bound by every worker that meters usage (the code
- * worker binds the same class with `script_name = "svc-chat"`). Clients use
- * shared/metering/metering-client.ts; the decisions themselves are shared/metering/tenant-limiter.ts.
+ * hosted by the metering worker (svc-metering, functions/metering) and bound by every worker
+ * that meters usage (chat and code bind it with `script_name = "svc-metering"`). Clients use
+ * shared/metering/metering-client.ts and its RateLimiterRpc, which this class implements; the
+ * decisions themselves are tenant-limiter.ts beside it.
  *
  * Protocol (RPC):
  *   acquire(request)  → granted | refused (an UpgradeDecision) | unavailable
@@ -36,8 +37,7 @@
  */
 import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
-import type { DatabaseEnv } from '../shared/db/client'
-import { billingPeriodAt } from '../shared/metering/billing-period'
+import type { DatabaseEnv } from '../../shared/db/client'
 import {
   type AcquireInput,
   AcquireInputSchema,
@@ -51,20 +51,18 @@ import {
   type RateLimitSnapshot,
   type SettleInput,
   type SettleResult,
-} from '../shared/metering/metering.schemas'
-import { readLeaseReturns, readLedgerRow, readSettleBatch } from '../shared/metering/metering-check'
+} from '../../shared/metering/metering.schemas'
+import type { RateLimiterRpc } from '../../shared/metering/metering-client'
 import {
-  FLUSH_BATCH_SIZE,
-  type MeteringStore,
-  postgresMeteringStore,
-} from '../shared/metering/metering-store'
-import {
-  balanceFromStored,
-  type LimiterBalance,
-  RATE_WINDOW_MS,
-  TenantLimiter,
-} from '../shared/metering/tenant-limiter'
-import { type BillingPlan, getPlan, type PlanCatalog, planCatalogFromEnv } from '../shared/plans/plan-catalog'
+  type BillingPlan,
+  getPlan,
+  type PlanCatalog,
+  planCatalogFromEnv,
+} from '../../shared/plans/plan-catalog'
+import { billingPeriodAt } from './billing-period'
+import { readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
+import { FLUSH_BATCH_SIZE, type MeteringStore, postgresMeteringStore } from './metering-store'
+import { balanceFromStored, type LimiterBalance, RATE_WINDOW_MS, TenantLimiter } from './tenant-limiter'
 
 export interface RateLimiterEnv extends DatabaseEnv {
   /** Delay between the first unflushed ledger row and the flush to Postgres (ms, default 1000). */
@@ -118,7 +116,7 @@ function describeError(err: unknown): string {
 
 const MetaSchema = z.object({ tenantId: z.string(), mode: z.enum(['live', 'test']), planId: z.string() })
 
-export class RateLimiter extends DurableObject<RateLimiterEnv> {
+export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLimiterRpc {
   /** Postgres, or null when DATABASE_URL is unset (live balances then cannot load). Tests substitute their own. */
   store: MeteringStore | null
   /** The clock. Tests substitute their own. */
@@ -290,6 +288,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> {
     return this.ctx.storage.sql
       .exec<{ n: number }>(`select count(*) as n from ledger where flushed = 0`)
       .one().n
+  }
+
+  /** The ledger rows this object keeps (unflushed, or flushed in the last ten minutes), oldest first; for tests and diagnostics. */
+  keptLedger(): LedgerEntry[] {
+    return this.rows(`order by seq`).map((row) => row.entry)
   }
 
   /** Requests still open (checkpointed, not settled), for tests and diagnostics. */

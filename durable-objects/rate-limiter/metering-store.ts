@@ -12,11 +12,16 @@
  * of a new month are never added to the previous month's totals.
  */
 import { sql } from 'drizzle-orm'
-import { type DatabaseEnv, type Drizzle, openDatabase } from '../db/client'
-import type { BillingPlan } from '../plans/plan-catalog'
+import { type DatabaseEnv, type Drizzle, openDatabase } from '../../shared/db/client'
+import type {
+  BalanceRow,
+  LedgerEntry,
+  MeteringMode,
+  StoredBalance,
+} from '../../shared/metering/metering.schemas'
+import { CREDIT_UNITS_PER_CENT, centsToUnits, unitsToCents } from '../../shared/metering/pricing'
+import type { BillingPlan } from '../../shared/plans/plan-catalog'
 import { billingPeriodAt } from './billing-period'
-import type { BalanceRow, LedgerEntry, MeteringMode, StoredBalance } from './metering.schemas'
-import { CREDIT_UNITS_PER_CENT, centsToUnits, unitsToCents } from './pricing'
 
 export interface MeteringStore {
   /** The balance for the period containing `now` (created or rolled over if needed), with per-model tokens. */
