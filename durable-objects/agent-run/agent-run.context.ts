@@ -4,8 +4,8 @@
  */
 import type { RateLimiterNamespace } from '../../shared/metering'
 import type { PlanCatalogEnv } from '../../shared/plans'
-import type { SearchEnv } from '../../shared/search/search-chain'
 import type { AgentSettingsEnv } from './agent-settings'
+import type { SearchEnv } from './web-search/search-chain'
 
 export type AgentRunEnv = SearchEnv &
   AgentSettingsEnv &

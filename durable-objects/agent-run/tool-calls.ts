@@ -5,8 +5,6 @@
  * POST /svc/code/v1/search) and `update_plan` (the model's task plan, shown as `plan.updated`).
  */
 import { AppError, toAppError } from '../../shared/http/errors'
-import { parseWebSearchRequest } from '../../shared/search/search.schemas'
-import { runWebSearch, searchChainFromEnv } from '../../shared/search/search-chain'
 import { EventData } from './agent-events'
 import type { ToolCallRow } from './agent-run.store'
 import {
@@ -20,6 +18,8 @@ import type { ClientToolRegistry } from './client-tools'
 import { cut, eventOutput, outputText } from './tool-output'
 import { TurnStopped, type TurnWriter } from './turn-execution'
 import type { TurnSettings } from './turn-settings'
+import { parseWebSearchRequest } from './web-search/search.schemas'
+import { runWebSearch, searchChainFromEnv } from './web-search/search-chain'
 
 /** The arguments of `update_plan`: the task plan, exactly as `plan.updated` carries it. */
 const TaskPlanSchema = EventData['plan.updated']

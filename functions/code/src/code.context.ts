@@ -6,8 +6,8 @@
 
 import type { AgentRunEnv } from '../../../durable-objects/agent-run/agent-run.context'
 import type { AgentRun } from '../../../durable-objects/agent-run/agent-run.do'
-import type { SpeechEnv } from '../../../shared/audio/transcription-providers'
 import type { DatabaseEnv } from '../../../shared/db/client'
+import type { SpeechEnv } from './audio/transcription-providers'
 
 export type CodeEnv = AgentRunEnv &
   SpeechEnv &

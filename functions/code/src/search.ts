@@ -5,8 +5,11 @@
  * configured. The agent loop's `web_search` tool calls run the same code.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import { parseWebSearchRequest, WebSearchResponseSchema } from '../../../shared/search/search.schemas'
-import { runWebSearch, searchChainFromEnv } from '../../../shared/search/search-chain'
+import {
+  parseWebSearchRequest,
+  WebSearchResponseSchema,
+} from '../../../durable-objects/agent-run/web-search/search.schemas'
+import { runWebSearch, searchChainFromEnv } from '../../../durable-objects/agent-run/web-search/search-chain'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { isTestMode } from '../../../shared/worker/request-context'
 import type { CodeEnv } from './code.context'

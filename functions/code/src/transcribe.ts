@@ -1,15 +1,15 @@
 /**
  * POST /svc/code/v1/transcribe: multipart `file` (+ `language`, `prompt`). The audio is checked
- * (after the plan check: 403 without the transcription feature) before it goes anywhere (shared/audio/audio-upload.ts: size, container sniffed from the bytes,
+ * (after the plan check: 403 without the transcription feature) before it goes anywhere (audio/audio-upload.ts: size, container sniffed from the bytes,
  * name and content type must agree with it) -> 400 saying what is wrong; then the configured
  * speech-to-text providers are tried in order (OpenAI-compatible, Workers AI): 503 when none is
  * configured, 502 when every one failed. Test keys get the built-in test-mode transcriber.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import { readTranscriptionRequest } from '../../../shared/audio/audio-upload'
-import { transcribeAudio, transcriptionChainFromEnv } from '../../../shared/audio/transcription-providers'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { isTestMode } from '../../../shared/worker/request-context'
+import { readTranscriptionRequest } from './audio/audio-upload'
+import { transcribeAudio, transcriptionChainFromEnv } from './audio/transcription-providers'
 import type { CodeEnv } from './code.context'
 import { callerOf, requireFeature } from './turns'
 

@@ -17,7 +17,7 @@
  * 5. `language`: an ISO 639-1/639-3 code with optional subtags (`en`, `pt-BR`); `prompt`: at most
  *    `MAX_PROMPT_CHARS` characters. Other form fields (`model`, `response_format`, ...) are ignored.
  */
-import { AppError } from '../http/errors'
+import { AppError } from '../../../../shared/http/errors'
 import {
   type AudioFormat,
   FORMAT_INFO,

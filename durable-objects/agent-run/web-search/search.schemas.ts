@@ -3,7 +3,7 @@
  * The client calls it with its turn credential to run the model's `web_search` tool call.
  */
 import { z } from 'zod'
-import { AppError } from '../http/errors'
+import { AppError } from '../../../shared/http/errors'
 
 export const SEARCH_COUNT = { min: 1, max: 10, default: 5 } as const
 /**

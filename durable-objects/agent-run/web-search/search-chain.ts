@@ -21,8 +21,8 @@
  * Test mode (a `svc_sk_test_` key) always uses only the built-in index.
  */
 import { z } from 'zod'
-import { AppError } from '../http/errors'
-import { firstAnswer } from '../http/provider-chain'
+import { AppError } from '../../../shared/http/errors'
+import { firstAnswer } from '../../../shared/http/provider-chain'
 import { BuiltinSearchIndex, builtinProvider } from './builtin-index'
 import type { WebSearchRequest, WebSearchResponse } from './search.schemas'
 import {

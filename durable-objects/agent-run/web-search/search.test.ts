@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AppError } from '../http/errors'
+import { AppError } from '../../../shared/http/errors'
 import { BUILTIN_CORPUS, BuiltinSearchIndex, tokenize } from './builtin-index'
 import { parseWebSearchRequest } from './search.schemas'
 import { runWebSearch, searchChainFromEnv } from './search-chain'

@@ -30,14 +30,14 @@
  * Test mode (a `svc_sk_test_` key) always uses only the built-in TEST_MODE_TRANSCRIBER.
  */
 import { z } from 'zod'
-import { AppError } from '../http/errors'
+import { AppError } from '../../../../shared/http/errors'
 import {
   type FetchFn,
   fetchProviderJson,
   firstAnswer,
   ProviderError,
   type ProviderFailure,
-} from '../http/provider-chain'
+} from '../../../../shared/http/provider-chain'
 
 export type { FetchFn }
 
