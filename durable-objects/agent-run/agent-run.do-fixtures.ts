@@ -316,15 +316,23 @@ const SNAPSHOT: RateLimitSnapshot = {
 }
 
 export interface LimiterFake {
-  acquired: { estimatedTokens: number; model: string }[]
+  acquired: { estimatedTokens: number; estimatedQuantity?: number; model: string }[]
   /** Settles the object stored (acknowledged). */
   settled: SettleInput[]
   refuse: AcquireResult | null
+  /** Refusals for acquires of one metered resource only (a model alias, `web_search`, ...). */
+  refuseModels: Partial<Record<string, AcquireResult>>
   /** Settle calls still to fail (the object unreachable) before they succeed again. */
   failSettles: number
 }
 
-export const limiter: LimiterFake = { acquired: [], settled: [], refuse: null, failSettles: 0 }
+export const limiter: LimiterFake = {
+  acquired: [],
+  settled: [],
+  refuse: null,
+  refuseModels: {},
+  failSettles: 0,
+}
 
 const realLimiter = mutableEnv.RATE_LIMITER
 
@@ -333,11 +341,16 @@ export function installLimiter(): void {
   limiter.acquired = []
   limiter.settled = []
   limiter.refuse = null
+  limiter.refuseModels = {}
   limiter.failSettles = 0
   const limiterObject = {
     async acquire(input: AcquireInput): Promise<AcquireResult> {
-      limiter.acquired.push({ estimatedTokens: input.estimatedTokens, model: input.model })
-      return limiter.refuse ?? { kind: 'granted', snapshot: SNAPSHOT }
+      limiter.acquired.push({
+        estimatedTokens: input.estimatedTokens,
+        model: input.model,
+        ...(input.estimatedQuantity === undefined ? {} : { estimatedQuantity: input.estimatedQuantity }),
+      })
+      return limiter.refuseModels[input.model] ?? limiter.refuse ?? { kind: 'granted', snapshot: SNAPSHOT }
     },
     async settleMany(inputs: SettleInput[]) {
       if (limiter.failSettles > 0) {

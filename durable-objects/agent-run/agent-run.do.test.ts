@@ -23,6 +23,7 @@ import {
   type RunHandle,
   readAll,
   runTurn,
+  TEST_SNAPSHOT,
   turnCall,
   uninstallLimiter,
   uninstallUpstream,
@@ -366,6 +367,48 @@ describe('modes decide approvals', () => {
       'tool_call.updated',
     ])
     expect(ofType(t2.events, 'tool_call.updated')[1]!.data.status).toBe('completed')
+  })
+
+  it("meters the model's web searches like POST /svc/code/v1/search: one request of web_search each", async () => {
+    const run = newRun()
+    const { events } = await runTurn(run, { request: 'use web_search to find the resume docs' })
+    const callId = ofType(events, 'tool_call.requested')[0]!.data.call_id
+    expect(limiter.acquired).toContainEqual({ model: 'web_search', estimatedTokens: 0, estimatedQuantity: 1 })
+    expect(limiter.settled).toContainEqual(
+      expect.objectContaining({
+        model: 'web_search',
+        endpoint: 'code.turns',
+        requestId: `agent-search:${run.runId}:${callId}`,
+        usage: expect.objectContaining({ quantity: 1 }),
+      }),
+    )
+  })
+
+  it("reports a refused web search to the model as the tool's failure, with the refusal's code", async () => {
+    const run = newRun()
+    // The turn is admitted; its web search is refused by the per-minute limit.
+    limiter.refuseModels = {
+      web_search: {
+        kind: 'refused',
+        snapshot: TEST_SNAPSHOT,
+        decision: {
+          schema_version: '2026-07-31',
+          reason: 'rate_limited',
+          current_plan: 'team',
+          required_plan: 'enterprise',
+          binding_limit: { kind: 'rate', unit: 'requests', used: 601, limit: 600, retry_after_seconds: 12 },
+          actions: [{ kind: 'retry_later', label: 'Retry in 12 s', available: true, url: null }],
+        },
+      },
+    }
+    const { events } = await runTurn(run, { request: 'use web_search to find the resume docs' })
+    const failed = ofType(events, 'tool_call.updated').find((e) => e.data.status === 'failed')
+    expect(failed?.data.error).toMatchObject({
+      code: 'rate_limited',
+      message: expect.stringContaining('Rate limit reached'),
+    })
+    expect(limiter.settled.filter((s) => s.model === 'web_search')).toEqual([])
+    expect(terminal(events).type).toBe('turn.completed')
   })
 
   it('lets a new mode settle what it would not ask about (decided_by mode_policy)', async () => {

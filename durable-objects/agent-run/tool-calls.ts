@@ -18,8 +18,8 @@ import type { ClientToolRegistry } from './client-tools'
 import { cut, eventOutput, outputText } from './tool-output'
 import { TurnStopped, type TurnWriter } from './turn-execution'
 import type { TurnSettings } from './turn-settings'
+import { meteredWebSearch } from './web-search/metered-search'
 import { parseWebSearchRequest } from './web-search/search.schemas'
-import { runWebSearch, searchChainFromEnv } from './web-search/search-chain'
 
 /** The arguments of `update_plan`: the task plan, exactly as `plan.updated` carries it. */
 const TaskPlanSchema = EventData['plan.updated']
@@ -139,16 +139,12 @@ export async function offerToolCall(
   requested(executor, 'none', args)
   if (executor === 'server') {
     const stored = store.toolCall(callId)
-    if (stored) await runServerTool(turn, settings, stored)
+    if (stored) await runServerTool(turn, stored)
   }
 }
 
 /** Runs an approved server tool: its events, its answer to the model, its stored status. */
-export async function runServerTool(
-  turn: TurnWriter,
-  settings: TurnSettings,
-  call: ToolCallRow,
-): Promise<void> {
+export async function runServerTool(turn: TurnWriter, call: ToolCallRow): Promise<void> {
   const { store, exec } = turn
   const check = serverToolArguments(call.name, call.arguments_json)
   turn.say('tool_call.updated', { call_id: call.call_id, status: 'running' })
@@ -175,8 +171,14 @@ export async function runServerTool(
   const search = parseWebSearchRequest(check.arguments)
   turn.say('progress', { message: `Searching the web for "${cut(search.query, 200)}"`, phase: 'web_search' })
   try {
-    const chain = searchChainFromEnv(turn.host.workerEnv, { testMode: settings.test_mode })
-    const result = await runWebSearch(search, chain, { signal: exec.controller.signal })
+    // Metered like POST /svc/code/v1/search, for the caller that posted the turn.
+    const identity = store.turn(turn.turnId)?.meter_json?.identity
+    if (!identity) throw new Error(`turn ${turn.turnId} has no caller to meter its web search for`)
+    const { result } = await meteredWebSearch(turn.host.workerEnv, identity, search, {
+      requestId: `agent-search:${store.runId()}:${call.call_id}`,
+      endpoint: 'code.turns',
+      signal: exec.controller.signal,
+    })
     if (exec.controller.signal.aborted) throw new TurnStopped()
     finish({ output: result })
   } catch (err) {

@@ -91,7 +91,7 @@ export class TurnLoop {
     const { store, host } = this
     const { exec } = turn
     const settings = this.turnRow(exec.turnId).settings_json
-    for (const call of store.toolCallsIn('approved')) await runServerTool(turn, settings, call)
+    for (const call of store.toolCallsIn('approved')) await runServerTool(turn, call)
     if (this.stopIfWaiting(exec.turnId)) return
 
     const budget = turnOutputBudget(

@@ -57,6 +57,8 @@ const settleSamples = [
   { ...settle, tenantId: 'not-a-guid' },
   { ...settle, model: 'gpt-4o' },
   { ...settle, model: 'svc-swarm' },
+  { ...settle, model: 'transcription', usage: { ...settle.usage, quantity: 42 } },
+  { ...settle, usage: { ...settle.usage, quantity: -1 } },
   ...variants(settle),
   ...variants(settle.usage).map((usage) => ({ ...settle, usage })),
 ]
@@ -102,6 +104,8 @@ const row = {
   completion_tokens: 5,
   cached_tokens: 2,
   reasoning_tokens: 0,
+  unit: 'tokens',
+  quantity: 15,
   credits_units: 1234,
   estimated: 0,
   flushed: 0,
@@ -122,6 +126,8 @@ function bySchema(r: Record<string, unknown>) {
     completionTokens: r.completion_tokens,
     cachedTokens: r.cached_tokens,
     reasoningTokens: r.reasoning_tokens,
+    unit: r.unit,
+    quantity: r.quantity,
     creditsUnits: r.credits_units,
     estimated: r.estimated === 1,
   })
@@ -129,7 +135,12 @@ function bySchema(r: Record<string, unknown>) {
 
 describe('ledger rows', () => {
   it('read by hand exactly as LedgerEntrySchema reads them; refused rows still refused', () => {
-    const samples = [row, { ...row, estimated: 1, mode: 'test' }, ...variants(row)]
+    const samples = [
+      row,
+      { ...row, estimated: 1, mode: 'test' },
+      { ...row, model: 'web_search', unit: 'requests', quantity: 1, prompt_tokens: 0, completion_tokens: 0 },
+      ...variants(row),
+    ]
     let checked = 0
     for (const sample of samples) {
       const schema = bySchema(sample)

@@ -7,20 +7,22 @@
  * fields — and returns what the schema would; anything else goes to the schema, which decides and
  * words the failure (metering-check.test.ts holds both to the same answer).
  */
-import { MODEL_ALIASES } from '../../shared/catalog/model-aliases'
 import {
   type LeaseReturnInput,
   LeaseReturnsSchema,
   type LedgerEntry,
   LedgerEntrySchema,
   MAX_SETTLE_BATCH,
+  MeteredResourceSchema,
   SettleBatchSchema,
   type SettleInput,
+  USAGE_UNITS,
 } from '../../shared/metering/metering.schemas'
 
 type Obj = Record<string, unknown>
 
-const ALIASES: ReadonlySet<unknown> = new Set(MODEL_ALIASES)
+const RESOURCES: ReadonlySet<unknown> = new Set(MeteredResourceSchema.options)
+const UNITS: ReadonlySet<unknown> = new Set(USAGE_UNITS)
 const GUID = /^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/
 
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -48,6 +50,7 @@ const USAGE_FIELDS: ReadonlySet<string> = new Set([
   'completionTokens',
   'cachedTokens',
   'reasoningTokens',
+  'quantity',
 ])
 
 function onlyFields(o: Obj, fields: ReadonlySet<string>): boolean {
@@ -63,7 +66,8 @@ function usageOk(usage: unknown): boolean {
     isCount(usage.promptTokens) &&
     isCount(usage.completionTokens) &&
     isCount(usage.cachedTokens) &&
-    isCount(usage.reasoningTokens)
+    isCount(usage.reasoningTokens) &&
+    (!('quantity' in usage) || isCount(usage.quantity))
   )
 }
 
@@ -80,7 +84,7 @@ export function looksLikeSettleInput(v: unknown): v is SettleInput {
     (!('leaseId' in v) || isText(v.leaseId, 1, 64)) &&
     (!('estimatedTokens' in v) || isCount(v.estimatedTokens)) &&
     isText(v.requestId, 1, 200) &&
-    ALIASES.has(v.model) &&
+    RESOURCES.has(v.model) &&
     isText(v.endpoint, 1, 64) &&
     isText(v.principal, 1, 256) &&
     isText(v.provider, 1, 64) &&
@@ -115,6 +119,7 @@ const LEDGER_COUNT_COLUMNS = [
   'completion_tokens',
   'cached_tokens',
   'reasoning_tokens',
+  'quantity',
   'credits_units',
 ] as const
 
@@ -123,7 +128,8 @@ function ledgerRowByHand(row: Obj): StoredLedgerRow | null {
   if (typeof row.seq !== 'number' || !isText(row.reservation_id, 1, 64) || !isText(row.request_id, 1, 200))
     return null
   if (row.mode !== 'live' && row.mode !== 'test') return null
-  if (!ALIASES.has(row.model) || (row.estimated !== 0 && row.estimated !== 1)) return null
+  if (!RESOURCES.has(row.model) || !UNITS.has(row.unit) || (row.estimated !== 0 && row.estimated !== 1))
+    return null
   for (const column of LEDGER_TEXT_COLUMNS) if (typeof row[column] !== 'string') return null
   for (const column of LEDGER_COUNT_COLUMNS) if (!isCount(row[column])) return null
   return {
@@ -141,6 +147,8 @@ function ledgerRowByHand(row: Obj): StoredLedgerRow | null {
       completionTokens: row.completion_tokens as number,
       cachedTokens: row.cached_tokens as number,
       reasoningTokens: row.reasoning_tokens as number,
+      unit: row.unit as LedgerEntry['unit'],
+      quantity: row.quantity as number,
       creditsUnits: row.credits_units as number,
       estimated: row.estimated === 1,
     },
@@ -170,6 +178,8 @@ export function readLedgerRow(row: Obj): StoredLedgerRow {
       completionTokens: row.completion_tokens,
       cachedTokens: row.cached_tokens,
       reasoningTokens: row.reasoning_tokens,
+      unit: row.unit,
+      quantity: row.quantity,
       creditsUnits: row.credits_units,
       estimated: row.estimated === 1,
     }),

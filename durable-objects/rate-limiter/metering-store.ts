@@ -98,14 +98,16 @@ export async function loadBalance(
 ): Promise<StoredBalance> {
   await ensurePeriod(db, tenantId, plan, now)
   const balance = await selectBalance(db, tenantId)
-  const perModel = await db.execute<{ model: string; tokens: string }>(sql`
-    select model, sum(prompt_tokens + completion_tokens)::text as tokens
+  // Per resource, in its unit: tokens for a model, the tool's units for a paid tool.
+  const perResource = await db.execute<{ model: string; used: string }>(sql`
+    select model,
+      sum(case when unit = 'tokens' then prompt_tokens + completion_tokens else quantity end)::text as used
     from usage_ledger
     where tenant_id = ${tenantId}::uuid and mode = 'live' and created_at >= ${new Date(balance.periodStart).toISOString()}::timestamptz
     group by model`)
-  const modelTokens: Record<string, number> = {}
-  for (const row of perModel.rows) modelTokens[row.model] = Number(row.tokens)
-  return { ...balance, modelTokens }
+  const resourceUse: Record<string, number> = {}
+  for (const row of perResource.rows) resourceUse[row.model] = Number(row.used)
+  return { ...balance, resourceUse }
 }
 
 export async function readBalance(
@@ -145,6 +147,8 @@ export async function flushLedger(
       unitsToCents(e.creditsUnits),
       e.estimated,
       new Date(e.createdAt).toISOString(),
+      e.unit,
+      e.quantity,
     ]),
   )
   // `inserted`: new rows. `reused`: a row whose request id is already in the ledger with another
@@ -156,22 +160,25 @@ export async function flushLedger(
       select ${tenantId}::uuid as tenant_id, r ->> 0 as request_id, r ->> 1 as principal, r ->> 2 as mode,
         r ->> 3 as endpoint, r ->> 4 as model, r ->> 5 as provider, (r ->> 6)::int as prompt_tokens,
         (r ->> 7)::int as completion_tokens, (r ->> 8)::int as cached_tokens, (r ->> 9)::int as reasoning_tokens,
-        (r ->> 10)::numeric as credits_cents, (r ->> 11)::boolean as estimated, (r ->> 12)::timestamptz as created_at
+        (r ->> 10)::numeric as credits_cents, (r ->> 11)::boolean as estimated, (r ->> 12)::timestamptz as created_at,
+        r ->> 13 as unit, (r ->> 14)::bigint as quantity
       from jsonb_array_elements(${rows}::jsonb) as r
     ),
     inserted as (
       insert into usage_ledger (tenant_id, request_id, principal, mode, endpoint, model, provider,
-        prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_cents, estimated, created_at)
+        prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_cents, estimated, created_at,
+        unit, quantity)
       select * from batch
       on conflict (tenant_id, request_id) do nothing
       returning prompt_tokens + completion_tokens as tokens, credits_cents, created_at
     ),
     reused as (
       insert into usage_ledger (tenant_id, request_id, principal, mode, endpoint, model, provider,
-        prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_cents, estimated, created_at)
+        prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_cents, estimated, created_at,
+        unit, quantity)
       select b.tenant_id, b.request_id || '~' || (extract(epoch from b.created_at) * 1000)::bigint::text,
         b.principal, b.mode, b.endpoint, b.model, b.provider, b.prompt_tokens, b.completion_tokens,
-        b.cached_tokens, b.reasoning_tokens, b.credits_cents, b.estimated, b.created_at
+        b.cached_tokens, b.reasoning_tokens, b.credits_cents, b.estimated, b.created_at, b.unit, b.quantity
       from batch b
       join usage_ledger u on u.tenant_id = b.tenant_id and u.request_id = b.request_id
       where u.created_at <> b.created_at

@@ -44,11 +44,10 @@ class MemoryStore implements MeteringStore {
   async loadBalance(): Promise<StoredBalance> {
     this.calls.load += 1
     this.check()
-    const modelTokens: Record<string, number> = {}
+    const resourceUse: Record<string, number> = {}
     for (const e of this.ledger.values())
-      if (e.mode === 'live')
-        modelTokens[e.model] = (modelTokens[e.model] ?? 0) + e.promptTokens + e.completionTokens
-    return { ...this.balance, modelTokens }
+      if (e.mode === 'live') resourceUse[e.model] = (resourceUse[e.model] ?? 0) + e.quantity
+    return { ...this.balance, resourceUse }
   }
 
   async readBalance(): Promise<BalanceRow> {
@@ -361,6 +360,68 @@ describe('RateLimiter: restarts and the balance', () => {
     expect(snapshot?.remainingTokens).toBe(40_000 - 20_000)
     h.time.now += 60_000
     expect((await h.acquire('next-minute')).kind).toBe('granted')
+  })
+
+  it("a paid tool's use, unflushed, still counts against its allowance after a restart", async () => {
+    const h = await harness('live', 'pro')
+    h.store.balance = { ...h.store.balance }
+    const searches = (n: number, from: number) => Array.from({ length: n }, (_, i) => `s${from + i}`)
+    const tool = { model: 'web_search' as const, estimatedTokens: 0, estimatedQuantity: 1 }
+    for (const id of searches(3, 0)) await h.acquire(id, tool)
+    await h.stub.settleMany(
+      searches(3, 0).map((id) => ({
+        ...h.settleInput(id, 0, 0),
+        model: 'web_search' as const,
+        endpoint: 'code.search',
+        usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0, quantity: 1 },
+      })),
+    )
+    await evictDurableObject(h.stub)
+    await h.install()
+    const kept = await runInDurableObject(h.stub, (instance: RateLimiter) => instance.keptLedger())
+    expect(kept).toEqual(
+      searches(3, 0).map((id) =>
+        expect.objectContaining({ reservationId: id, model: 'web_search', unit: 'requests', quantity: 1 }),
+      ),
+    )
+    // 997 more are in Postgres already: the 1,000th of the month was the last one included.
+    h.store.ledger.set('earlier', {
+      ...kept[0]!,
+      requestId: 'earlier',
+      reservationId: 'earlier',
+      quantity: 997,
+    })
+    await evictDurableObject(h.stub)
+    await h.install()
+    const refused = await h.acquire('s3', tool)
+    expect(refused).toMatchObject({
+      kind: 'refused',
+      decision: { reason: 'tier_allowance_exhausted', binding_limit: { unit: 'requests', used: 1_000 } },
+    })
+  })
+
+  it('migrates a version-1 ledger in place: its rows become token rows with their quantity', async () => {
+    const h = await harness('test', 'pro')
+    await h.acquire('a')
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    const rows = await runInDurableObject(h.stub, (_instance: RateLimiter, state) => {
+      const sql = state.storage.sql
+      // Back to version 1: no unit or quantity columns.
+      sql.exec(`alter table ledger drop column unit`)
+      sql.exec(`alter table ledger drop column quantity`)
+      sql.exec(`update meta set value = '1' where key = 'schema_version'`)
+    }).then(async () => {
+      await evictDurableObject(h.stub)
+      await h.install()
+      return runInDurableObject(h.stub, (instance: RateLimiter, state) => ({
+        version: state.storage.sql
+          .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
+          .one().value,
+        kept: instance.keptLedger(),
+      }))
+    })
+    expect(rows.version).toBe('2')
+    expect(rows.kept).toEqual([expect.objectContaining({ reservationId: 'a', unit: 'tokens', quantity: 50 })])
   })
 
   it('picks up credits bought elsewhere: a stale balance is re-read by the alarm', async () => {

@@ -75,7 +75,8 @@ export interface RateLimiterEnv extends DatabaseEnv {
   RATE_LIMIT_ORPHAN_AFTER_MS?: string
 }
 
-const SCHEMA_VERSION = 1
+/** 2: ledger rows carry `unit` and `quantity` (paid tools are metered in their own units). */
+const SCHEMA_VERSION = 2
 const KEEP_FLUSHED_MS = 10 * 60_000
 const RETRY_FLUSH_MS = 5_000
 /**
@@ -156,6 +157,8 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       completion_tokens integer not null,
       cached_tokens integer not null,
       reasoning_tokens integer not null,
+      unit text not null default 'tokens',
+      quantity integer not null default 0,
       credits_units integer not null,
       estimated integer not null,
       flushed integer not null default 0)`)
@@ -167,6 +170,15 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       reservation_id text primary key,
       settle_json text not null,
       updated_at integer not null)`)
+    const version = sql
+      .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
+      .toArray()[0]
+    if (version && Number(version.value) < 2) {
+      // Version 1 metered tokens only: its rows are token rows, their quantity the tokens used.
+      sql.exec(`alter table ledger add column unit text not null default 'tokens'`)
+      sql.exec(`alter table ledger add column quantity integer not null default 0`)
+      sql.exec(`update ledger set quantity = prompt_tokens + completion_tokens`)
+    }
     sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
     const stored = sql.exec<{ value: string }>(`select value from meta where key = 'scope'`).toArray()[0]
     if (stored) this.scope = MetaSchema.parse(JSON.parse(stored.value))
@@ -408,12 +420,16 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
           e.reasoningTokens,
           e.creditsUnits,
           e.estimated ? 1 : 0,
+          e.unit,
+          e.quantity,
         ])
         sql.exec(
           `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
-            provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated)
+            provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated,
+            unit, quantity)
            select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
-             value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13
+             value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13,
+             value ->> 14, value ->> 15
            from json_each(?)`,
           JSON.stringify(rows),
         )
@@ -478,8 +494,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       })
       balance = balanceFromStored(stored)
       for (const { entry } of this.rows(`where flushed = 0 and created_at >= ?`, stored.periodStart)) {
-        const total = entry.promptTokens + entry.completionTokens
-        balance.modelTokens.set(entry.model, (balance.modelTokens.get(entry.model) ?? 0) + total)
+        balance.resourceUse.set(entry.model, (balance.resourceUse.get(entry.model) ?? 0) + entry.quantity)
       }
       this.mergeUnflushed(balance, stored)
       this.balanceReadAt = now
@@ -524,7 +539,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
   private applyBalanceRow(row: BalanceRow): void {
     const balance = this.limiter?.balance
     if (!balance) return
-    if (row.periodStart > balance.periodStart) balance.modelTokens.clear()
+    if (row.periodStart > balance.periodStart) balance.resourceUse.clear()
     if (row.periodStart < balance.periodStart) return
     this.mergeUnflushed(balance, row)
     this.balanceReadAt = this.clock()

@@ -27,7 +27,7 @@ function balance(overrides: Partial<LimiterBalance> = {}): LimiterBalance {
     periodStart: period.start,
     periodEnd: period.end,
     tokensUsed: 0,
-    modelTokens: new Map(),
+    resourceUse: new Map(),
     creditsUnits: 0,
     overageUnits: 0,
     usageCreditsEnabled: false,
@@ -47,7 +47,7 @@ const usage = (prompt: number, completion: number, extra: Partial<MeteredUsage> 
 function settleRequest(
   reservationId: string,
   u: MeteredUsage | null,
-  model: 'svc-cell' | 'svc-hive' = 'svc-cell',
+  model: 'svc-cell' | 'svc-hive' | 'web_search' | 'transcription' = 'svc-cell',
 ) {
   return {
     reservationId,
@@ -181,7 +181,7 @@ describe('TenantLimiter: allowances and credits (live)', () => {
   it('tier_allowance_exhausted for a model with its own allowance (svc-hive on Team)', () => {
     const limiter = new TenantLimiter(
       'live',
-      balance({ modelTokens: new Map([['svc-hive', 2_000_000]]) }),
+      balance({ resourceUse: new Map([['svc-hive', 2_000_000]]) }),
       PLAN_CATALOG,
     )
     const decision = refusal(
@@ -330,7 +330,7 @@ describe('TenantLimiter: admission leases', () => {
       const [model, limit] = modelLimit as ['svc-cell', number]
       const state = new TenantLimiter(
         'live',
-        balance({ modelTokens: new Map([[model, limit - 1_000]]) }),
+        balance({ resourceUse: new Map([[model, limit - 1_000]]) }),
         PLAN_CATALOG,
       )
       expect(state.grantLease(team, { ...lease('c'), model }, NOW)).toBeNull()
@@ -387,5 +387,105 @@ describe('TenantLimiter: admission leases', () => {
     }
     expect(admitted).toBe(team.requestsPerMinute)
     expect(leaseNo).toBeGreaterThan(1)
+  })
+})
+
+describe('paid tools (web search, transcription)', () => {
+  const tool = (quantity: number) => usage(0, 0, { quantity })
+  const search = (id: string) => ({
+    reservationId: id,
+    model: 'web_search' as const,
+    estimatedTokens: 0,
+    estimatedQuantity: 1,
+  })
+
+  it('admits a search as one request of the window, records it in requests, not in tokens', () => {
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
+    const granted = limiter.acquire(pro, search('a'), NOW)
+    expect(granted).toMatchObject({
+      kind: 'granted',
+      snapshot: { remainingRequests: 119, remainingTokens: 400_000 },
+    })
+    const entry = limiter.settle(
+      pro,
+      { ...settleRequest('a', tool(1), 'web_search'), endpoint: 'code.search' },
+      NOW + 1,
+    )
+    expect(entry).toMatchObject({
+      model: 'web_search',
+      endpoint: 'code.search',
+      unit: 'requests',
+      quantity: 1,
+      promptTokens: 0,
+      completionTokens: 0,
+      creditsUnits: 0,
+    })
+    expect(limiter.balance?.tokensUsed).toBe(0)
+    expect(limiter.balance?.resourceUse.get('web_search')).toBe(1)
+  })
+
+  it("refuses once the plan's monthly searches are used: tier_allowance_exhausted in requests", () => {
+    const limiter = new TenantLimiter(
+      'live',
+      balance({ resourceUse: new Map([['web_search', 999]]) }),
+      PLAN_CATALOG,
+    )
+    expect(limiter.acquire(pro, search('a'), NOW).kind).toBe('granted')
+    // The admitted search is reserved: a second one in flight already finds the allowance used.
+    const decision = refusal(limiter.acquire(pro, search('b'), NOW))
+    expect(decision).toMatchObject({
+      reason: 'tier_allowance_exhausted',
+      requested_feature: 'web_search',
+      required_plan: 'team',
+      binding_limit: { kind: 'requests', unit: 'requests', used: 1_000, limit: 1_000, remaining: 0 },
+    })
+    expect(actionRequiredError(decision, { catalog: PLAN_CATALOG }).message).toContain(
+      "The Pro plan's allowance for web_search is used up (1000 of 1000 requests)",
+    )
+  })
+
+  it('bills seconds of audio beyond the allowance at the catalog price when usage credits are on', () => {
+    const limiter = new TenantLimiter(
+      'live',
+      balance({
+        resourceUse: new Map([['transcription', 3_590]]),
+        usageCreditsEnabled: true,
+        creditsUnits: 100 * CREDIT_UNITS_PER_CENT,
+      }),
+      PLAN_CATALOG,
+    )
+    const admit = {
+      reservationId: 'a',
+      model: 'transcription' as const,
+      estimatedTokens: 0,
+      estimatedQuantity: 30,
+    }
+    expect(limiter.acquire(pro, admit, NOW).kind).toBe('granted')
+    const entry = limiter.settle(pro, settleRequest('a', tool(30), 'transcription'), NOW + 1)
+    // 20 of the 30 seconds are beyond the 3,600 included: 20 × $0.0001 = $0.002 = 0.2 cents.
+    expect(entry).toMatchObject({ unit: 'seconds', quantity: 30, creditsUnits: 0.2 * CREDIT_UNITS_PER_CENT })
+    expect(limiter.balance?.resourceUse.get('transcription')).toBe(3_620)
+    expect(limiter.balance?.overageUnits).toBe(0.2 * CREDIT_UNITS_PER_CENT)
+    expect(limiter.balance?.tokensUsed).toBe(0)
+  })
+
+  it('test mode: tools are rate limited with everything else, never held to allowances or billed', () => {
+    const limiter = new TenantLimiter('test', null, PLAN_CATALOG)
+    for (let i = 0; i < 19; i++)
+      limiter.acquire(free, { reservationId: `c${i}`, model: 'svc-cell', estimatedTokens: 1 }, NOW)
+    expect(limiter.acquire(free, search('s1'), NOW).kind).toBe('granted')
+    expect(refusal(limiter.acquire(free, search('s2'), NOW)).reason).toBe('rate_limited')
+    expect(limiter.settle(free, settleRequest('s1', tool(1), 'web_search'), NOW)).toMatchObject({
+      mode: 'test',
+      creditsUnits: 0,
+      quantity: 1,
+    })
+  })
+
+  it('grants no admission lease for a tool: each call is decided at the object', () => {
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
+    expect(
+      limiter.grantLease(team, { leaseId: 'l', model: 'web_search', requests: 64, tokensPerRequest: 0 }, NOW),
+    ).toBeNull()
   })
 })

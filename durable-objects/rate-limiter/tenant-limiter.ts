@@ -26,19 +26,29 @@
  * with returnLease (the windows and reservations shrink accordingly); each request admitted
  * under it settles like any other, replacing its estimate in the lease with the tokens it used.
  */
+
 import type { ModelAlias } from '../../shared/catalog/model-aliases'
-import type {
-  AcquireResult,
-  LedgerEntry,
-  MeteredUsage,
-  MeteringMode,
-  RateLimitSnapshot,
-  StoredBalance,
+import {
+  type AcquireResult,
+  isMeteredTool,
+  type LedgerEntry,
+  type MeteredResource,
+  type MeteredUsage,
+  type MeteringMode,
+  type RateLimitSnapshot,
+  type StoredBalance,
+  unitOf,
 } from '../../shared/metering/metering.schemas'
-import { CREDIT_UNITS_PER_CENT, estimateCostUnits, usageCostUnits } from '../../shared/metering/pricing'
+import {
+  CREDIT_UNITS_PER_CENT,
+  estimateCostUnits,
+  toolCostUnits,
+  usageCostUnits,
+} from '../../shared/metering/pricing'
 import {
   checkModelAllowance,
   checkTokenAllowance,
+  checkToolAllowance,
   rateLimitedDecision,
 } from '../../shared/plans/entitlements'
 import type { BillingPlan, PlanCatalog } from '../../shared/plans/plan-catalog'
@@ -62,7 +72,8 @@ export interface LimiterBalance {
   periodStart: number
   periodEnd: number
   tokensUsed: number
-  modelTokens: Map<string, number>
+  /** This period's use per metered resource: tokens per model, units per paid tool. */
+  resourceUse: Map<string, number>
   creditsUnits: number
   overageUnits: number
   usageCreditsEnabled: boolean
@@ -71,9 +82,11 @@ export interface LimiterBalance {
 
 interface Reservation {
   readonly reservationId: string
-  readonly model: ModelAlias
+  readonly model: MeteredResource
   readonly at: number
   readonly tokens: number
+  /** What is reserved against the resource's own allowance: tokens for a model, the tool's units. */
+  readonly amount: number
   readonly costUnits: number
   readonly tokenEvent: WindowEvent
 }
@@ -81,7 +94,7 @@ interface Reservation {
 /** A slice of the headroom, admitted from by one isolate (see the file comment). */
 interface Lease {
   readonly leaseId: string
-  readonly model: ModelAlias
+  readonly model: MeteredResource
   readonly at: number
   readonly requestEvent: WindowEvent
   readonly tokenEvent: WindowEvent
@@ -92,7 +105,7 @@ interface Lease {
 
 export interface LeaseRequest {
   readonly leaseId: string
-  readonly model: ModelAlias
+  readonly model: MeteredResource
   /** Requests the isolate would like to admit locally. */
   readonly requests: number
   /** Tokens to reserve per request (the estimate of the request that asked). */
@@ -121,7 +134,7 @@ export interface SettleRequest {
   readonly estimatedTokens?: number | undefined
   readonly reservationId: string
   readonly requestId: string
-  readonly model: ModelAlias
+  readonly model: MeteredResource
   readonly endpoint: string
   readonly principal: string
   readonly provider: string
@@ -134,7 +147,7 @@ export function balanceFromStored(stored: StoredBalance): LimiterBalance {
     periodStart: stored.periodStart,
     periodEnd: billingPeriodAt(stored.periodStart).end,
     tokensUsed: stored.tokensUsed,
-    modelTokens: new Map(Object.entries(stored.modelTokens)),
+    resourceUse: new Map(Object.entries(stored.resourceUse)),
     creditsUnits: stored.creditsUnits,
     overageUnits: stored.overageUnits,
     usageCreditsEnabled: stored.usageCreditsEnabled,
@@ -186,7 +199,13 @@ export class TenantLimiter {
 
   acquire(
     plan: BillingPlan,
-    request: { readonly reservationId: string; readonly model: ModelAlias; readonly estimatedTokens: number },
+    request: {
+      readonly reservationId: string
+      readonly model: MeteredResource
+      readonly estimatedTokens: number
+      /** A tool's expected use in its unit. */
+      readonly estimatedQuantity?: number | undefined
+    },
     now: number,
   ): AcquireResult {
     this.expireReservations(now)
@@ -235,35 +254,50 @@ export class TenantLimiter {
     }
 
     let costUnits = 0
+    const tool = isMeteredTool(request.model) ? request.model : null
+    const amount = tool ? (request.estimatedQuantity ?? 0) : request.estimatedTokens
     const balance = this.balanceState
     if (this.mode === 'live' && balance) {
       const resetsAt = new Date(balance.periodEnd).toISOString()
-      const modelUsed =
-        (balance.modelTokens.get(request.model) ?? 0) + (this.reservedByModel.get(request.model) ?? 0)
-      const tier = checkModelAllowance(
-        plan,
-        request.model,
-        { usedTokens: modelUsed, resetsAt, usageCreditsEnabled: balance.usageCreditsEnabled },
-        { catalog: this.catalog },
-      )
-      if (tier) return refuse(tier)
-      const used = balance.tokensUsed + this.reservedTokens
-      const allowance = checkTokenAllowance(
-        plan,
-        {
-          usedTokens: used,
-          resetsAt,
-          usageCreditsEnabled: balance.usageCreditsEnabled,
-          creditBalanceCents: (balance.creditsUnits - this.reservedCostUnits) / CREDIT_UNITS_PER_CENT,
-          overageSpentCents: (balance.overageUnits + this.reservedCostUnits) / CREDIT_UNITS_PER_CENT,
-          ...(balance.spendCapCents === null ? {} : { overageCapCents: balance.spendCapCents }),
-        },
-        { catalog: this.catalog },
-      )
-      if (allowance) return refuse(allowance)
-      if (plan.monthlyTokenAllowance !== null && plan.usageCredits && balance.usageCreditsEnabled) {
-        const beyond = tokensBeyond(used, request.estimatedTokens, plan.monthlyTokenAllowance)
-        costUnits = estimateCostUnits(request.model, beyond)
+      const credits = {
+        usageCreditsEnabled: balance.usageCreditsEnabled,
+        creditBalanceCents: (balance.creditsUnits - this.reservedCostUnits) / CREDIT_UNITS_PER_CENT,
+        overageSpentCents: (balance.overageUnits + this.reservedCostUnits) / CREDIT_UNITS_PER_CENT,
+        ...(balance.spendCapCents === null ? {} : { overageCapCents: balance.spendCapCents }),
+      }
+      const resourceUsed =
+        (balance.resourceUse.get(request.model) ?? 0) + (this.reservedByModel.get(request.model) ?? 0)
+      if (tool) {
+        const refusal = checkToolAllowance(
+          plan,
+          tool,
+          { used: resourceUsed, resetsAt, ...credits },
+          { catalog: this.catalog },
+        )
+        if (refusal) return refuse(refusal)
+        const limit = plan.toolAllowances[tool]
+        if (limit !== undefined && plan.usageCredits && balance.usageCreditsEnabled) {
+          costUnits = toolCostUnits(this.catalog, tool, tokensBeyond(resourceUsed, amount, limit))
+        }
+      } else {
+        const tier = checkModelAllowance(
+          plan,
+          request.model as ModelAlias,
+          { usedTokens: resourceUsed, resetsAt, usageCreditsEnabled: balance.usageCreditsEnabled },
+          { catalog: this.catalog },
+        )
+        if (tier) return refuse(tier)
+        const used = balance.tokensUsed + this.reservedTokens
+        const allowance = checkTokenAllowance(
+          plan,
+          { usedTokens: used, resetsAt, ...credits },
+          { catalog: this.catalog },
+        )
+        if (allowance) return refuse(allowance)
+        if (plan.monthlyTokenAllowance !== null && plan.usageCredits && balance.usageCreditsEnabled) {
+          const beyond = tokensBeyond(used, request.estimatedTokens, plan.monthlyTokenAllowance)
+          costUnits = estimateCostUnits(request.model as ModelAlias, beyond)
+        }
       }
     }
 
@@ -274,12 +308,13 @@ export class TenantLimiter {
       model: request.model,
       at: now,
       tokens: request.estimatedTokens,
+      amount,
       costUnits,
       tokenEvent,
     })
     this.reservedTokens += request.estimatedTokens
     this.reservedCostUnits += costUnits
-    this.reserveForModel(request.model, request.estimatedTokens)
+    this.reserveForModel(request.model, amount)
     return { kind: 'granted', snapshot: this.snapshot(plan, now) }
   }
 
@@ -289,7 +324,8 @@ export class TenantLimiter {
    * event, so the decision and the bookkeeping are one atomic step.
    */
   grantLease(plan: BillingPlan, request: LeaseRequest, now: number): LeaseGrant | null {
-    if (this.leases.has(request.leaseId)) return null
+    // Paid tools are admitted per request: their allowances are not in tokens.
+    if (this.leases.has(request.leaseId) || isMeteredTool(request.model)) return null
     const perRequest = Math.max(1, request.tokensPerRequest)
     let requests = Math.min(
       request.requests,
@@ -308,7 +344,7 @@ export class TenantLimiter {
       const modelLimit = plan.modelAllowances[request.model]
       if (modelLimit !== undefined) {
         const modelUsed =
-          (balance.modelTokens.get(request.model) ?? 0) + (this.reservedByModel.get(request.model) ?? 0)
+          (balance.resourceUse.get(request.model) ?? 0) + (this.reservedByModel.get(request.model) ?? 0)
         tokenRoom = Math.min(tokenRoom, (modelLimit - modelUsed) / LEASE_HEADROOM)
       }
     }
@@ -351,6 +387,8 @@ export class TenantLimiter {
     const reservation = lease ? null : this.takeReservation(request.reservationId)
     const usage = request.usage
     const total = usage ? usage.promptTokens + usage.completionTokens : 0
+    const tool = isMeteredTool(request.model) ? request.model : null
+    const quantity = tool ? (usage?.quantity ?? 0) : total
     if (lease) {
       // The request's estimate in the lease becomes the tokens it used.
       const estimate = Math.min(Math.max(0, request.estimatedTokens ?? 0), lease.reservedTokens)
@@ -368,13 +406,22 @@ export class TenantLimiter {
     const balance = this.balanceState
     if (this.mode === 'live' && balance) {
       this.rollPeriod(plan, now)
-      const allowance = plan.monthlyTokenAllowance
-      const beyond = allowance === null ? 0 : tokensBeyond(balance.tokensUsed, total, allowance)
-      if (beyond > 0 && plan.usageCredits && balance.usageCreditsEnabled) {
-        creditsUnits = Math.round((usageCostUnits(request.model, usage) * beyond) / total)
+      const resourceUsed = balance.resourceUse.get(request.model) ?? 0
+      if (tool) {
+        const limit = plan.toolAllowances[tool]
+        const beyond = limit === undefined ? 0 : tokensBeyond(resourceUsed, quantity, limit)
+        if (beyond > 0 && plan.usageCredits && balance.usageCreditsEnabled) {
+          creditsUnits = toolCostUnits(this.catalog, tool, beyond)
+        }
+      } else {
+        const allowance = plan.monthlyTokenAllowance
+        const beyond = allowance === null ? 0 : tokensBeyond(balance.tokensUsed, total, allowance)
+        if (beyond > 0 && plan.usageCredits && balance.usageCreditsEnabled) {
+          creditsUnits = Math.round((usageCostUnits(request.model as ModelAlias, usage) * beyond) / total)
+        }
+        balance.tokensUsed += total
       }
-      balance.tokensUsed += total
-      balance.modelTokens.set(request.model, (balance.modelTokens.get(request.model) ?? 0) + total)
+      balance.resourceUse.set(request.model, resourceUsed + quantity)
       balance.overageUnits += creditsUnits
       balance.creditsUnits -= creditsUnits
     }
@@ -391,6 +438,8 @@ export class TenantLimiter {
       completionTokens: usage.completionTokens,
       cachedTokens: Math.min(usage.cachedTokens, usage.promptTokens),
       reasoningTokens: Math.min(usage.reasoningTokens, usage.completionTokens),
+      unit: unitOf(request.model),
+      quantity,
       creditsUnits,
       estimated: request.estimated,
     }
@@ -409,11 +458,11 @@ export class TenantLimiter {
     }
   }
 
-  private reserveForModel(model: ModelAlias, tokens: number): void {
+  private reserveForModel(model: MeteredResource, tokens: number): void {
     this.reservedByModel.set(model, (this.reservedByModel.get(model) ?? 0) + tokens)
   }
 
-  private releaseForModel(model: ModelAlias, tokens: number): void {
+  private releaseForModel(model: MeteredResource, tokens: number): void {
     const left = (this.reservedByModel.get(model) ?? 0) - tokens
     if (left > 0) this.reservedByModel.set(model, left)
     else this.reservedByModel.delete(model)
@@ -431,7 +480,7 @@ export class TenantLimiter {
     this.reservations.delete(reservationId)
     this.reservedTokens -= reservation.tokens
     this.reservedCostUnits -= reservation.costUnits
-    this.releaseForModel(reservation.model, reservation.tokens)
+    this.releaseForModel(reservation.model, reservation.amount)
     return reservation
   }
 
@@ -460,7 +509,7 @@ export class TenantLimiter {
     balance.periodStart = period.start
     balance.periodEnd = period.end
     balance.tokensUsed = 0
-    balance.modelTokens.clear()
+    balance.resourceUse.clear()
     balance.overageUnits = 0
     balance.creditsUnits = Math.max(balance.creditsUnits, plan.includedCreditsCents * CREDIT_UNITS_PER_CENT)
   }

@@ -3,6 +3,7 @@
  * prices and rate-limit headers. The object and the decisions it makes (windows, reservations,
  * leases, the ledger) live beside it in durable-objects/rate-limiter/. See docs/plans.md.
  */
+
 export type {
   AcquireInput,
   AcquireResult,
@@ -15,6 +16,13 @@ export type {
   SettleInput,
   SettleResult,
   StoredBalance,
+} from './metering.schemas'
+export {
+  isMeteredTool,
+  type MeteredResource,
+  MeteredResourceSchema,
+  type UsageUnit,
+  unitOf,
 } from './metering.schemas'
 export {
   type Meter,
@@ -30,7 +38,9 @@ export {
   CREDIT_UNITS_PER_CENT,
   centsToUnits,
   estimateCostUnits,
+  toolCostUnits,
   unitsToCents,
   usageCostUnits,
 } from './pricing'
 export { formatResetDuration, rateLimitHeaders } from './rate-limit-headers'
+export { meterToolCall, type ToolCall, type ToolOutcome } from './tool-metering'

@@ -38,7 +38,6 @@
  * (svc_sk_test_ keys) get their own object: rate limits apply, allowance and credits do not,
  * and their ledger rows carry mode 'test' and zero credits.
  */
-import type { ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
 import type { PlanCatalog } from '../plans/plan-catalog'
 import { actionRequiredError } from '../plans/upgrade-decision'
@@ -47,8 +46,10 @@ import { type Identity, isTestMode, principalId } from '../worker/request-contex
 import {
   type AcquireInput,
   type AcquireResult,
+  isMeteredTool,
   type LeaseReturnInput,
   MAX_LEASE_REQUESTS,
+  type MeteredResource,
   type MeterGrant,
   type MeteringScope,
   type RateLimitSnapshot,
@@ -76,6 +77,8 @@ export type RateLimiterNamespace = DurableObjectNamespace<RateLimiterRpc>
 export interface MeterUsage {
   /** null when nothing was produced (the reservation is released, no ledger row). */
   readonly usage: NormalizedUsage | null
+  /** A paid tool's use in its unit (web_search: 1 request; transcription: seconds of audio). */
+  readonly quantity?: number
   /** True when counted with the tokenizer rather than reported by the provider. */
   readonly estimated: boolean
   /** Provider id that served the request. */
@@ -91,8 +94,11 @@ export interface Meter {
   acquire(
     request: {
       readonly requestId: string
-      readonly model: ModelAlias
+      /** The model alias, or the paid tool (admitted per request: tools get no leases). */
+      readonly model: MeteredResource
       readonly estimatedTokens: number
+      /** A paid tool's expected use in its unit, reserved against its monthly allowance. */
+      readonly estimatedQuantity?: number
     },
     catalog: PlanCatalog,
   ): Promise<MeterGrant>
@@ -171,7 +177,7 @@ function putBackReturns(name: string, returns: readonly LeaseReturnInput[]): voi
 function admitLocally(
   name: string,
   key: string,
-  request: { readonly requestId: string; readonly model: ModelAlias; readonly estimatedTokens: number },
+  request: { readonly requestId: string; readonly model: MeteredResource; readonly estimatedTokens: number },
 ): MeterGrant | null {
   const held = heldLeases.get(key)
   if (!held) return null
@@ -285,6 +291,7 @@ export function openMeter(
       completionTokens: usage.usage.completionTokens,
       cachedTokens: usage.usage.cachedTokens,
       reasoningTokens: usage.usage.reasoningTokens,
+      ...(usage.quantity === undefined ? {} : { quantity: usage.quantity }),
     },
     estimated: usage.estimated,
   })
@@ -304,7 +311,7 @@ export function openMeter(
       }
 
       const reservationId = crypto.randomUUID()
-      const askLease = options.leases !== false && !askingLease.has(key)
+      const askLease = options.leases !== false && !isMeteredTool(request.model) && !askingLease.has(key)
       const leaseId = askLease ? crypto.randomUUID() : ''
       const returns = takeReturns(name)
       let result: AcquireResult
@@ -314,6 +321,9 @@ export function openMeter(
           reservationId,
           model: request.model,
           estimatedTokens: request.estimatedTokens,
+          ...(request.estimatedQuantity === undefined
+            ? {}
+            : { estimatedQuantity: request.estimatedQuantity }),
           ...(askLease
             ? {
                 lease: {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { centsToUnits, picoUsd, unitsToCents, usageCostUnits } from './pricing'
+import { PLAN_CATALOG } from '../plans/plan-catalog'
+import { centsToUnits, picoUsd, toolCostUnits, unitsToCents, usageCostUnits } from './pricing'
 import { formatResetDuration, rateLimitHeaders } from './rate-limit-headers'
 
 describe('pricing', () => {
@@ -33,6 +34,15 @@ describe('pricing', () => {
     expect(centsToUnits('2000')).toBe(20_000_000)
     expect(centsToUnits('0.00005')).toBe(1)
     expect(unitsToCents(-42)).toBe('-0.0042')
+  })
+})
+
+describe('paid tools', () => {
+  it("prices a tool's units at the plan catalog's list price, exactly", () => {
+    // A search at $0.005 is half a cent; a minute of audio at $0.0001/s is 0.6 cents.
+    expect(toolCostUnits(PLAN_CATALOG, 'web_search', 1)).toBe(5_000)
+    expect(toolCostUnits(PLAN_CATALOG, 'transcription', 60)).toBe(6_000)
+    expect(unitsToCents(toolCostUnits(PLAN_CATALOG, 'web_search', 3))).toBe('1.5000')
   })
 })
 

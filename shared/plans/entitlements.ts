@@ -9,6 +9,8 @@ import { modelEntry } from '../catalog/model-catalog'
 import {
   type BillingPlan,
   cheapestUpgrade,
+  METERED_TOOL_UNITS,
+  type MeteredTool,
   type PlanCatalog,
   type PlanDomain,
   type PlanFeature,
@@ -125,6 +127,47 @@ export interface AllowanceState {
 }
 
 /**
+ * Beyond an included allowance with usage credits on: the spend cap, then the credit balance.
+ * Null when the request may go ahead and be billed as overage.
+ */
+function creditDecision(
+  plan: BillingPlan,
+  state: Pick<AllowanceState, 'resetsAt' | 'creditBalanceCents' | 'overageSpentCents' | 'overageCapCents'>,
+  requiredPlan: BillingPlan | null,
+  o: CheckOptions,
+): UpgradeDecision | null {
+  const cap = state.overageCapCents === undefined ? plan.overageCapCents : state.overageCapCents
+  if (cap !== null && state.overageSpentCents >= cap) {
+    return buildUpgradeDecision({
+      ...opts(o),
+      reason: 'overage_cap_reached',
+      plan,
+      requiredPlan,
+      usageCreditsEnabled: true,
+      bindingLimit: {
+        kind: 'credits',
+        unit: 'cents',
+        used: state.overageSpentCents,
+        limit: cap,
+        remaining: 0,
+        resets_at: state.resetsAt,
+      },
+    })
+  }
+  if (state.creditBalanceCents <= 0) {
+    return buildUpgradeDecision({
+      ...opts(o),
+      reason: 'insufficient_credits',
+      plan,
+      requiredPlan: null,
+      usageCreditsEnabled: true,
+      bindingLimit: { kind: 'credits', unit: 'cents', remaining: 0 },
+    })
+  }
+  return null
+}
+
+/**
  * The monthly allowance and what happens beyond it:
  * within allowance → allowed; beyond it without usage credits → token_allowance_exhausted;
  * with usage credits: overage cap reached → overage_cap_reached; no credit left →
@@ -160,35 +203,45 @@ export function checkTokenAllowance(
       },
     })
   }
-  const cap = state.overageCapCents === undefined ? plan.overageCapCents : state.overageCapCents
-  if (cap !== null && state.overageSpentCents >= cap) {
+  return creditDecision(plan, state, biggerAllowance, o)
+}
+
+/**
+ * A paid tool's monthly allowance (web searches, seconds of transcribed audio), like the token
+ * allowance: within it → allowed; once used up, without usage credits → tier_allowance_exhausted
+ * (binding limit in the tool's unit); with usage credits, the spend cap and the credit balance
+ * decide as for tokens. A tool without an allowance in the plan has no monthly cap.
+ */
+export function checkToolAllowance(
+  plan: BillingPlan,
+  tool: MeteredTool,
+  state: Omit<AllowanceState, 'usedTokens'> & {
+    /** This period's use of the tool, in its unit (in-flight reservations included). */
+    readonly used: number
+  },
+  o: CheckOptions,
+): UpgradeDecision | null {
+  const limit = plan.toolAllowances[tool]
+  if (limit === undefined || state.used < limit) return null
+  const { catalog } = opts(o)
+  const biggerAllowance = cheapestUpgrade(
+    plan,
+    (p) => p.features.includes(tool) && (p.toolAllowances[tool] ?? Number.POSITIVE_INFINITY) > state.used,
+    catalog,
+  )
+  if (!plan.usageCredits || !state.usageCreditsEnabled) {
+    const unit = METERED_TOOL_UNITS[tool]
     return buildUpgradeDecision({
       ...opts(o),
-      reason: 'overage_cap_reached',
+      reason: 'tier_allowance_exhausted',
       plan,
       requiredPlan: biggerAllowance,
-      usageCreditsEnabled: true,
-      bindingLimit: {
-        kind: 'credits',
-        unit: 'cents',
-        used: state.overageSpentCents,
-        limit: cap,
-        remaining: 0,
-        resets_at: state.resetsAt,
-      },
+      requestedFeature: tool,
+      usageCreditsEnabled: state.usageCreditsEnabled,
+      bindingLimit: { kind: unit, unit, used: state.used, limit, remaining: 0, resets_at: state.resetsAt },
     })
   }
-  if (state.creditBalanceCents <= 0) {
-    return buildUpgradeDecision({
-      ...opts(o),
-      reason: 'insufficient_credits',
-      plan,
-      requiredPlan: null,
-      usageCreditsEnabled: true,
-      bindingLimit: { kind: 'credits', unit: 'cents', remaining: 0 },
-    })
-  }
-  return null
+  return creditDecision(plan, state, biggerAllowance, o)
 }
 
 /** A per-model ("tier") allowance inside the plan, e.g. svc-hive on Team. */

@@ -10,12 +10,16 @@ export {
   checkModelAccess,
   checkModelAllowance,
   checkTokenAllowance,
+  checkToolAllowance,
   rateLimitedDecision,
 } from './entitlements'
 export {
   type BillingPlan,
   cheapestUpgrade,
   getPlan,
+  METERED_TOOL_UNITS,
+  METERED_TOOLS,
+  type MeteredTool,
   PLAN_CATALOG,
   PLAN_CATALOG_VAR,
   type PlanCatalog,

@@ -26,6 +26,17 @@ export const PLAN_FEATURES = [
 ] as const
 export type PlanFeature = (typeof PLAN_FEATURES)[number]
 
+/**
+ * Paid tools metered like models, each in its own unit: a web search is one request to a search
+ * provider; a transcription is billed by the seconds of audio it transcribed.
+ */
+export const METERED_TOOLS = ['web_search', 'transcription'] as const
+export type MeteredTool = (typeof METERED_TOOLS)[number]
+export const METERED_TOOL_UNITS: Readonly<Record<MeteredTool, 'requests' | 'seconds'>> = {
+  web_search: 'requests',
+  transcription: 'seconds',
+}
+
 /** Subject domains gated by tier ("domain_tier_required"). */
 export const PLAN_DOMAINS = ['general', 'code', 'research', 'security', 'quantum'] as const
 export type PlanDomain = (typeof PLAN_DOMAINS)[number]
@@ -41,6 +52,12 @@ export const BillingPlanSchema = z
     monthlyPriceCents: Count.nullable(),
     models: z.array(z.enum(MODEL_ALIASES)).min(1),
     modelAllowances: z.partialRecord(z.enum(MODEL_ALIASES), z.int().positive()),
+    /**
+     * What the plan includes of each paid tool per month, in the tool's unit (METERED_TOOL_UNITS);
+     * beyond it, usage credits pay at the catalog's `toolPrices`. A tool without an entry has no
+     * monthly cap (its feature still has to be in `features`).
+     */
+    toolAllowances: z.partialRecord(z.enum(METERED_TOOLS), z.int().positive()),
     features: z.array(z.enum(PLAN_FEATURES)),
     domains: z.array(z.enum(PLAN_DOMAINS)).min(1),
     monthlyTokenAllowance: z.int().positive().nullable(),
@@ -62,6 +79,11 @@ export const PlanCatalogSchema = z
     version: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date like 2026-08-01'),
     /** Base of the URLs in upgrade actions. */
     consoleUrl: z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, '')),
+    /** List price of one unit of each paid tool, in USD (a decimal string, like model prices). */
+    toolPrices: z.record(
+      z.enum(METERED_TOOLS),
+      z.string().regex(/^\d+(\.\d{1,12})?$/, 'a decimal string in USD per unit'),
+    ),
     plans: z.array(BillingPlanSchema).min(1),
   })
   .strict()
@@ -89,8 +111,9 @@ export const PlanCatalogSchema = z
 export type PlanCatalog = z.infer<typeof PlanCatalogSchema>
 
 export const PLAN_CATALOG_CONFIG = {
-  version: '2026-08-01',
+  version: '2026-11-01',
   consoleUrl: 'https://console.svc.example',
+  toolPrices: { web_search: '0.005', transcription: '0.0001' },
   plans: [
     {
       id: 'free',
@@ -99,6 +122,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 0,
       models: ['svc-cell', 'svc-brood'],
       modelAllowances: {},
+      toolAllowances: {},
       features: ['agent_runs', 'mcp'],
       domains: ['general'],
       monthlyTokenAllowance: 200_000,
@@ -117,6 +141,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 2_000,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz'],
       modelAllowances: { 'svc-buzz': 1_000_000 },
+      toolAllowances: { web_search: 1_000, transcription: 3_600 },
       features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
       domains: ['general', 'code'],
       monthlyTokenAllowance: 5_000_000,
@@ -135,6 +160,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 6_000,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive'],
       modelAllowances: { 'svc-hive': 2_000_000 },
+      toolAllowances: { web_search: 5_000, transcription: 18_000 },
       features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
       domains: ['general', 'code', 'research'],
       monthlyTokenAllowance: 25_000_000,
@@ -153,6 +179,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: null,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive', 'svc-swarm'],
       modelAllowances: {},
+      toolAllowances: {},
       features: ['thinking', 'retrieval', 'web_search', 'real_qpu', 'agent_runs', 'transcription', 'mcp'],
       domains: ['general', 'code', 'research', 'security', 'quantum'],
       monthlyTokenAllowance: null,

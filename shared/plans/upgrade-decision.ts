@@ -273,7 +273,7 @@ export function upgradeMessage(decision: UpgradeDecision, catalog: PlanCatalog):
       facts = `The ${planName} plan's monthly token allowance is used up${limitFacts(limit)}${resets}.`
       break
     case 'tier_allowance_exhausted':
-      facts = `The ${planName} plan's allowance for ${decision.requested_model ?? limit?.kind ?? 'this tier'} is used up${limitFacts(limit)}${resets}.`
+      facts = `The ${planName} plan's allowance for ${decision.requested_model ?? decision.requested_feature ?? limit?.kind ?? 'this tier'} is used up${limitFacts(limit)}${resets}.`
       break
     case 'insufficient_credits':
       facts = `Usage credits are exhausted${limit?.remaining !== undefined ? ` (balance ${limit.remaining} cents)` : ''}.`

@@ -237,6 +237,8 @@ describe(`chat plans: the ledger in Postgres (${stack.kind})`, () => {
       completionTokens: 10,
       cachedTokens: 0,
       reasoningTokens: 0,
+      unit: 'tokens' as const,
+      quantity: 100 * i + 10,
       creditsUnits: 12_345 * i,
       estimated: false,
     }))

@@ -133,19 +133,23 @@ export interface RunSearchOptions {
   signal?: AbortSignal
 }
 
+/** 503 `search_unavailable` when no provider is configured (checked before anything is metered). */
+export function requireSearchProviders(chain: SearchChainConfig): void {
+  if (chain.providers.length > 0) return
+  throw new AppError(
+    503,
+    'search_unavailable',
+    'no web search provider is configured on this server (set BRAVE_SEARCH_API_KEY, TAVILY_API_KEY or SEARXNG_BASE_URL)',
+  )
+}
+
 /** Tries each provider in order; returns the first answer capped to `count`. */
 export async function runWebSearch(
   request: WebSearchRequest,
   chain: SearchChainConfig,
   options: RunSearchOptions = {},
 ): Promise<WebSearchResponse> {
-  if (chain.providers.length === 0) {
-    throw new AppError(
-      503,
-      'search_unavailable',
-      'no web search provider is configured on this server (set BRAVE_SEARCH_API_KEY, TAVILY_API_KEY or SEARXNG_BASE_URL)',
-    )
-  }
+  requireSearchProviders(chain)
   const fetchFn: FetchFn = options.fetch ?? ((input, init) => fetch(input, init))
   const { provider, answer } = await firstAnswer(
     chain.providers,

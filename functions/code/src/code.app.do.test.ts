@@ -9,7 +9,9 @@ import {
   codeEnv,
   identityFor,
   installLimiter,
+  limiter,
   mutableEnv,
+  TEST_SNAPSHOT,
   uninstallLimiter,
 } from '../../../durable-objects/agent-run/agent-run.do-fixtures'
 import { PLAN_CATALOG_CONFIG } from '../../../shared/plans/plan-catalog'
@@ -201,6 +203,82 @@ describe('configuration and availability (503)', () => {
     const search = await call('POST', '/svc/code/v1/search', identityFor('live'), { query: 'x' })
     expect(search.status).toBe(503)
     expect(await search.json()).toMatchObject({ error: { code: 'search_unavailable' } })
+  })
+})
+
+/** A real FLAC header (STREAMINFO: 16 kHz mono, 48,000 samples = 3 s), as a client uploads it. */
+function flac(): FormData {
+  const bytes = new Uint8Array(42)
+  bytes.set([0x66, 0x4c, 0x61, 0x43, 0x80, 0x00, 0x00, 0x22], 0)
+  // STREAMINFO: block sizes, frame sizes (zeros), then sample rate 16000, 1 channel, 16 bits, 48000 samples.
+  bytes.set([0x10, 0x00, 0x10, 0x00], 8)
+  bytes.set([0x03, 0xe8, 0x00, 0xf0, 0x00, 0x00, 0xbb, 0x80], 18)
+  const form = new FormData()
+  form.append('file', new Blob([bytes], { type: 'audio/flac' }), 'note.flac')
+  return form
+}
+
+describe('metering of web search and transcription', () => {
+  it('admits a search at the RateLimiter and records it as one request of web_search before answering', async () => {
+    const res = await call('POST', '/svc/code/v1/search', identityFor('test'), { query: 'durable objects' })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe(String(TEST_SNAPSHOT.limitRequests))
+    expect(limiter.acquired).toEqual([{ model: 'web_search', estimatedTokens: 0, estimatedQuantity: 1 }])
+    expect(limiter.settled).toEqual([
+      expect.objectContaining({
+        model: 'web_search',
+        endpoint: 'code.search',
+        requestId: 'req_test',
+        provider: 'builtin',
+        usage: expect.objectContaining({ promptTokens: 0, completionTokens: 0, quantity: 1 }),
+      }),
+    ])
+  })
+
+  it('answers a refused search with the action-required body and runs no search', async () => {
+    limiter.refuse = {
+      kind: 'refused',
+      snapshot: { ...TEST_SNAPSHOT, remainingRequests: 0 },
+      decision: {
+        schema_version: '2026-07-31',
+        reason: 'tier_allowance_exhausted',
+        current_plan: 'team',
+        required_plan: null,
+        requested_feature: 'web_search',
+        binding_limit: { kind: 'requests', unit: 'requests', used: 5_000, limit: 5_000, remaining: 0 },
+        actions: [{ kind: 'retry_later', label: 'Retry later', available: false, url: null }],
+      },
+    }
+    const res = await call('POST', '/svc/code/v1/search', identityFor('test'), { query: 'x' })
+    expect(res.status).toBe(429)
+    expect(res.headers.get('x-should-retry')).toBe('false')
+    expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('0')
+    expect(await res.json()).toMatchObject({
+      error: { code: 'tier_allowance_exhausted', type: 'insufficient_quota' },
+      svc_upgrade: { reason: 'tier_allowance_exhausted', binding_limit: { unit: 'requests' } },
+    })
+    expect(limiter.settled).toEqual([])
+  })
+
+  it('meters a transcription in seconds of audio: the upload estimated, then the transcriber figure', async () => {
+    const res = await call('POST', '/svc/code/v1/transcribe', identityFor('test'), flac())
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-ratelimit-limit-requests')).not.toBeNull()
+    expect(limiter.acquired).toEqual([{ model: 'transcription', estimatedTokens: 0, estimatedQuantity: 3 }])
+    expect(limiter.settled).toEqual([
+      expect.objectContaining({
+        model: 'transcription',
+        endpoint: 'code.transcribe',
+        provider: 'test-mode',
+        usage: expect.objectContaining({ quantity: 3 }),
+      }),
+    ])
+  })
+
+  it('checks a provider is configured before metering anything (503, nothing admitted)', async () => {
+    const res = await call('POST', '/svc/code/v1/search', identityFor('live'), { query: 'x' })
+    expect(res.status).toBe(503)
+    expect(limiter.acquired).toEqual([])
   })
 })
 

@@ -73,13 +73,27 @@ export interface TranscribeCall {
   signal: AbortSignal
 }
 
+/** What a provider answered: the text, and the seconds of audio it transcribed when it says so. */
+export interface Transcript {
+  readonly text: string
+  readonly seconds: number | null
+}
+
 export interface Transcriber {
   readonly name: string
   readonly model: string
-  transcribe(input: TranscriptionInput, call: TranscribeCall): Promise<string>
+  transcribe(input: TranscriptionInput, call: TranscribeCall): Promise<Transcript>
 }
 
-const TextBody = z.object({ text: z.string() })
+/**
+ * An OpenAI-style answer: `text`, and the audio's length when the provider reports it —
+ * `usage: {type: "duration", seconds}` (OpenAI's json) or `duration` (verbose_json, whisper servers).
+ */
+const TextBody = z.object({
+  text: z.string(),
+  duration: z.number().nonnegative().optional(),
+  usage: z.object({ seconds: z.number().nonnegative().optional() }).loose().optional(),
+})
 
 function malformed(provider: string, body: unknown): TranscriptionProviderError {
   const parsed = TextBody.safeParse(body)
@@ -124,7 +138,10 @@ export function openAiCompatibleTranscriber(options: OpenAiCompatibleOptions): T
       )
       const parsed = TextBody.safeParse(body)
       if (!parsed.success) throw malformed(name, body)
-      return parsed.data.text.trim()
+      return {
+        text: parsed.data.text.trim(),
+        seconds: parsed.data.usage?.seconds ?? parsed.data.duration ?? null,
+      }
     },
   }
 }
@@ -171,7 +188,7 @@ export function workersAiTranscriber(options: { binding: WorkersAiBinding; model
       }
       const parsed = TextBody.safeParse(out)
       if (!parsed.success) throw malformed(name, out)
-      return parsed.data.text.trim()
+      return { text: parsed.data.text.trim(), seconds: parsed.data.duration ?? null }
     },
   }
 }
@@ -233,7 +250,10 @@ export const TEST_MODE_TRANSCRIBER: Transcriber = {
   model: 'svc-test-transcriber',
   async transcribe(input) {
     const language = input.language ? `, language ${input.language}` : ''
-    return `Test mode transcript of ${input.filename} (${input.mime}, ${input.bytes.length} bytes${language}). Use a live key to transcribe the speech.`
+    return {
+      text: `Test mode transcript of ${input.filename} (${input.mime}, ${input.bytes.length} bytes${language}). Use a live key to transcribe the speech.`,
+      seconds: null,
+    }
   },
 }
 
@@ -315,19 +335,26 @@ export interface TranscribeOptions {
   signal?: AbortSignal
 }
 
-/** Tries each provider in order; the first transcript wins. */
+/** 503 `transcription_unavailable` when no provider is configured (checked before anything is metered). */
+export function requireSpeechProviders(chain: TranscriptionChain): void {
+  if (chain.providers.length > 0) return
+  throw new AppError(
+    503,
+    'transcription_unavailable',
+    'no speech-recognition provider is configured on this server (set STT_OPENAI_API_KEY, STT_GROQ_API_KEY, STT_LOCAL_BASE_URL or bind Workers AI as AI)',
+  )
+}
+
+/**
+ * Tries each provider in order; the first transcript wins. Returns the answer for the client and
+ * the seconds of audio the provider reported (null when it reported none).
+ */
 export async function transcribeAudio(
   input: TranscriptionInput,
   chain: TranscriptionChain,
   options: TranscribeOptions = {},
-): Promise<TranscriptionResult> {
-  if (chain.providers.length === 0) {
-    throw new AppError(
-      503,
-      'transcription_unavailable',
-      'no speech-recognition provider is configured on this server (set STT_OPENAI_API_KEY, STT_GROQ_API_KEY, STT_LOCAL_BASE_URL or bind Workers AI as AI)',
-    )
-  }
+): Promise<{ transcript: TranscriptionResult; seconds: number | null }> {
+  requireSpeechProviders(chain)
   const fetchFn: FetchFn = options.fetch ?? ((url, init) => fetch(url, init))
   const { provider, answer } = await firstAnswer(
     chain.providers,
@@ -340,5 +367,8 @@ export async function transcribeAudio(
       what: 'speech-recognition provider',
     },
   )
-  return { text: answer, provider: provider.name, model: provider.model }
+  return {
+    transcript: { text: answer.text, provider: provider.name, model: provider.model },
+    seconds: answer.seconds,
+  }
 }

@@ -56,8 +56,8 @@ describe('OpenAI-compatible transcriber', () => {
       apiKey: 'sk-secret',
       model: 'whisper-1',
     })
-    const text = await t.transcribe(input, { fetch: fn, signal: new AbortController().signal })
-    expect(text).toBe('hello world')
+    const answer = await t.transcribe(input, { fetch: fn, signal: new AbortController().signal })
+    expect(answer).toEqual({ text: 'hello world', seconds: null })
     const r = received[0]!
     expect(r.url).toBe('http://stt.test/v1/audio/transcriptions')
     expect(r.auth).toBe('Bearer sk-secret')
@@ -105,7 +105,7 @@ describe('Workers AI transcriber', () => {
   it('sends the bytes as a number array to @cf/openai/whisper', async () => {
     const { b, calls } = binding({ text: 'hi there', word_count: 2 })
     const t = workersAiTranscriber({ binding: b })
-    expect(await t.transcribe(input, { fetch: fetch, signal })).toBe('hi there')
+    expect(await t.transcribe(input, { fetch: fetch, signal })).toEqual({ text: 'hi there', seconds: null })
     expect(calls[0]).toEqual({
       model: '@cf/openai/whisper',
       input: { audio: [82, 73, 70, 70, 1, 2, 3, 250] },
@@ -177,7 +177,10 @@ describe('transcription chain', () => {
       return json({ text: 'from local' })
     })
     const res = await transcribeAudio(input, transcriptionChainFromEnv(env), { fetch: fn })
-    expect(res).toEqual({ text: 'from local', provider: 'local', model: 'whisper-1' })
+    expect(res).toEqual({
+      transcript: { text: 'from local', provider: 'local', model: 'whisper-1' },
+      seconds: null,
+    })
     expect(received.map((r) => new URL(r.url).host)).toEqual(['openai.test', 'groq.test', 'local.test'])
   })
 
@@ -213,10 +216,24 @@ describe('transcription chain', () => {
       AI: { run: async () => ({ text: 'from workers ai' }) },
     })
     expect(await transcribeAudio(input, chain, { fetch: fn })).toEqual({
-      text: 'from workers ai',
-      provider: 'workers-ai',
-      model: '@cf/openai/whisper',
+      transcript: { text: 'from workers ai', provider: 'workers-ai', model: '@cf/openai/whisper' },
+      seconds: null,
     })
+  })
+})
+
+describe('the seconds of audio a provider reports', () => {
+  const signal = new AbortController().signal
+  const t = openAiCompatibleTranscriber({ name: 'openai', baseUrl: 'http://stt.test/v1', model: 'whisper-1' })
+
+  it.each([
+    ["OpenAI's json usage", { text: 'x', usage: { type: 'duration', seconds: 7 } }, 7],
+    ['verbose_json duration', { text: 'x', duration: 12.5 }, 12.5],
+    ['token usage only (gpt-4o-transcribe)', { text: 'x', usage: { type: 'tokens', input_tokens: 9 } }, null],
+    ['nothing', { text: 'x' }, null],
+  ])('%s', async (_name, body, seconds) => {
+    const { fn } = fakeFetch(() => json(body))
+    expect((await t.transcribe(input, { fetch: fn, signal })).seconds).toBe(seconds)
   })
 })
 
@@ -228,9 +245,12 @@ describe('test mode', () => {
     const chain = transcriptionChainFromEnv({ STT_OPENAI_API_KEY: 'k' }, { testMode: true })
     expect(chain.providers.map((p) => p.name)).toEqual(['test-mode'])
     expect(await transcribeAudio(input, chain, { fetch: fn })).toEqual({
-      text: 'Test mode transcript of memo.wav (audio/wav, 8 bytes, language en). Use a live key to transcribe the speech.',
-      provider: 'test-mode',
-      model: 'svc-test-transcriber',
+      transcript: {
+        text: 'Test mode transcript of memo.wav (audio/wav, 8 bytes, language en). Use a live key to transcribe the speech.',
+        provider: 'test-mode',
+        model: 'svc-test-transcriber',
+      },
+      seconds: null,
     })
   })
 })
