@@ -15,7 +15,7 @@ import {
   readEvents,
   sequenceProblems,
 } from '../../durable-objects/agent-run/agent-events.ts'
-import { AgentClient, type AgentClientOptions } from '../../scripts/agent-cli.ts'
+import { AgentClient, type AgentClientOptions } from '../../scripts/agent-cli/agent-client.ts'
 import { ROOT } from '../../scripts/workers.ts'
 import { upstreamControl } from './fakes/openai-upstream.fake.ts'
 
