@@ -4,21 +4,15 @@
  * the usage so far comes with the run's caps and what remains of them.
  */
 import { z } from '@hono/zod-openapi'
-import { RUN_STATES, STOP_REASONS } from './agent-events'
+import { RUN_STATES, STOP_REASONS, TokenUsageSchema } from './agent-events'
 import { AGENT_MODES } from './turn.schemas'
 
 const count = z.int().min(0)
 
-export const RunUsageSchema = z
-  .object({
-    input_tokens: count,
-    output_tokens: count,
-    reasoning_tokens: count,
-    cached_input_tokens: count,
-    total_tokens: count,
-    cost_usd: z.number().min(0).openapi({ description: 'At the catalog prices; always 0 for test keys' }),
-  })
-  .strict()
+/** The run's usage so far (the `usage` events' `run` figures) and what it cost. */
+export const RunUsageSchema = TokenUsageSchema.extend({
+  cost_usd: z.number().min(0).openapi({ description: 'At the catalog prices; always 0 for test keys' }),
+}).strict()
 
 export const RunLimitsSchema = z
   .object({
