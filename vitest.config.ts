@@ -4,9 +4,12 @@ import { defineConfig } from 'vitest/config'
 import { bundleWorker } from './scripts/workers.ts'
 
 /**
- * Three kinds of tests:
+ * Four kinds of tests:
  * - unit: colocated `*.test.ts` files run inside workerd (Cloudflare's vitest integration),
  *   so they see the same runtime as production code.
+ * - unit-db: colocated `*.db.test.ts` files, inside workerd like unit tests, with a throw-away
+ *   Postgres (in-memory PGlite behind the WebSocket bridge, test/support/unit-database.ts) bound
+ *   as DATABASE_URL: family routes and shared code whose behaviour is in their queries.
  * - do-<worker>: Durable Objects inside the worker that hosts them (its wrangler config), so
  *   alarms, storage and RPC are the real ones; tests drive alarms with runDurableObjectAlarm.
  *   do-metering hosts the RateLimiter; do-chat and do-code run their worker with the metering
@@ -49,7 +52,23 @@ export default defineConfig(async () => {
               'durable-objects/**/*.test.ts',
               'test/unit/**/*.test.ts',
             ],
-            exclude: ['**/*.do.test.ts', '**/node_modules/**'],
+            exclude: ['**/*.do.test.ts', '**/*.db.test.ts', '**/node_modules/**'],
+          },
+        },
+        {
+          plugins: [
+            cloudflareTest(({ inject }) => ({
+              miniflare: {
+                compatibilityDate: '2026-10-01',
+                compatibilityFlags: ['nodejs_compat'],
+                bindings: { ...inject('unitDatabase') },
+              },
+            })),
+          ],
+          test: {
+            name: 'unit-db',
+            include: ['shared/**/*.db.test.ts', 'functions/**/*.db.test.ts'],
+            globalSetup: ['test/support/unit-database.setup.ts'],
           },
         },
         {

@@ -1,7 +1,7 @@
 /**
  * Gateway routing benchmark: what authentication (API key), the tenant check and routing over a
  * service binding to a family worker cost, against the bare pass-through worker the issue's
- * reference figures come from (../shared/peer-bench/worker/index.js, kept here as
+ * reference figures come from (the team's peer-bench harness's worker, kept in this repository as
  * bench/chat-floor-worker/index.js: forwards each request to an upstream and streams the answer
  * back), the upstream returning the same bytes the gateway's route returns.
  *

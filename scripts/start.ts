@@ -23,7 +23,7 @@ const runtime: StackRuntime = args.runtime
 
 // Configuration read by the workers (see README): passed from the environment to every worker.
 const WORKER_CONFIG =
-  /^(MODEL_PROVIDERS|PROVIDER_|SEARCH_|STT_|OPENAI_|BRAVE_|TAVILY_|SEARXNG_|GROQ_|WORKERS_AI_|QPU_|OTLP_|AUTH_|JWT_|CRYPTO_|PLAN_|RATE_LIMIT_|AGENT_|API_KEY_CACHE_TTL_SECONDS$|PUBLIC_BASE_URL$|CORS_ALLOWED_ORIGINS$)/
+  /^(MODEL_PROVIDERS|PROVIDER_|SEARCH_|STT_|OPENAI_|BRAVE_|TAVILY_|SEARXNG_|GROQ_|WORKERS_AI_|QPU_|OTLP_|AUTH_|JWT_|CRYPTO_|PLAN_|RATE_LIMIT_|AGENT_|API_KEY_CACHE_TTL_SECONDS$|DATABASE_STATEMENT_TIMEOUT_MS$|PUBLIC_BASE_URL$|CORS_ALLOWED_ORIGINS$)/
 const passThrough = Object.fromEntries(
   Object.entries(process.env).filter(([k, v]) => v !== undefined && WORKER_CONFIG.test(k)),
 ) as Record<string, string>

@@ -8,11 +8,12 @@
  *    (so `none`, HS*, RS*, ... never get further);
  * 3. key: found by `kid` and of the same algorithm as the header (a swapped `kid` is refused);
  * 4. signature: exact length for the algorithm, then the cryptographic check;
- * 5. claims: schema, issuer, time (exp, nbf, iat with leeway), audience.
+ * 5. claims: schema, issuer, lifetime (exp - iat at most the issuer's maximum plus leeway, when the
+ *    caller knows it), time (exp, nbf, iat with leeway), audience.
  *
  * Error codes (AppError): 401 `token_malformed`, `token_algorithm_not_allowed`, `token_unknown_kid`,
  * `token_key_mismatch`, `token_signature_invalid`, `token_claims_invalid`, `token_issuer_invalid`,
- * `token_expired`, `token_not_yet_valid`; 403 `token_wrong_audience` (a genuine token for another
+ * `token_lifetime_too_long`, `token_expired`, `token_not_yet_valid`; 403 `token_wrong_audience` (a genuine token for another
  * audience); 503 `crypto_self_test_failed` (the algorithm's self-tests, run before its first use,
  * failed: fail closed).
  */
@@ -96,6 +97,12 @@ export interface VerifyAccessTokenOptions {
   issuer: string | readonly string[]
   /** Clock skew tolerated for exp / nbf / iat, 0..300 s. Default 30. */
   leewaySeconds?: number
+  /**
+   * The longest lifetime (exp - iat, seconds) the issuer grants. A token declaring a longer one is
+   * refused (401 `token_lifetime_too_long`) even with a genuine signature: a leaked or misused
+   * signing key cannot mint tokens that outlive every rotation. Unset: not checked.
+   */
+  maxLifetimeSeconds?: number
   now?: Date
   /** Injected in tests; defaults to the isolate's memoised self-test suite. */
   selfTests?: SelfTestSuite
@@ -200,6 +207,11 @@ function checkOptions(options: VerifyAccessTokenOptions): number {
     problem = `allowedAlgorithms contains unsupported ${unsupported.join(', ')}`
   else if (!Number.isFinite(leeway) || leeway < 0 || leeway > MAX_LEEWAY_SECONDS) {
     problem = `leewaySeconds must be 0..${MAX_LEEWAY_SECONDS} (got ${leeway})`
+  } else if (
+    options.maxLifetimeSeconds !== undefined &&
+    !(Number.isFinite(options.maxLifetimeSeconds) && options.maxLifetimeSeconds > 0)
+  ) {
+    problem = `maxLifetimeSeconds must be a positive number of seconds (got ${options.maxLifetimeSeconds})`
   }
   if (problem) {
     throw new AppError(500, 'token_verifier_misconfigured', 'The token verifier is misconfigured.', {
@@ -298,6 +310,14 @@ export async function verifyAccessToken(
   const issuers: readonly string[] = typeof options.issuer === 'string' ? [options.issuer] : options.issuer
   if (!issuers.includes(claims.iss))
     throw unauthorized('token_issuer_invalid', `Tokens from issuer "${claims.iss}" are not accepted.`)
+
+  const lifetime = claims.exp - claims.iat
+  if (options.maxLifetimeSeconds !== undefined && lifetime > options.maxLifetimeSeconds + leeway) {
+    throw unauthorized(
+      'token_lifetime_too_long',
+      `The token declares a lifetime of ${lifetime} s (exp - iat), longer than the ${options.maxLifetimeSeconds} s this issuer grants; get a new token from the issuer.`,
+    )
+  }
 
   const now = (options.now ?? new Date()).getTime() / 1000
   if (now >= claims.exp + leeway) {

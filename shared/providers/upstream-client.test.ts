@@ -376,17 +376,22 @@ describe('upstream client: streaming', () => {
 
   it('aborts the upstream request when the client aborts', async () => {
     let upstreamSignal: AbortSignal | undefined
+    let reached: () => void = () => {}
+    const upstreamReached = new Promise<void>((resolve) => {
+      reached = resolve
+    })
     const t = setup({
       'primary.test': [
         (_, init) => {
           upstreamSignal = init.signal ?? undefined
+          reached()
           return hang(init)
         },
       ],
     })
     const client = new AbortController()
     const pending = failure(t.run({ signal: client.signal }))
-    await new Promise((resolve) => setTimeout(resolve, 10))
+    await upstreamReached
     client.abort()
     const err = await pending
     expect(err.status).toBe(499)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { FAMILIES, FAMILY_TOKEN_AUDIENCES, ROUTES, RouteTable } from './route-table'
+import { FAMILIES, FAMILY_TOKEN_AUDIENCES, pathEncodingProblem, ROUTES, RouteTable } from './route-table'
 
 const table = new RouteTable()
 
@@ -26,6 +26,28 @@ describe('RouteTable', () => {
       public: false,
     })
     expect(table.lookup('POST', '/svc/models')).toMatchObject({ kind: 'method_not_allowed', public: true })
+  })
+
+  it('never throws on malformed percent-encoding in a parameter: the path names nothing', () => {
+    for (const bad of ['%ZZ', '%', '%E0%A4', '%C3%28']) {
+      expect(table.lookup('GET', `/svc/agents/runs/${bad}`)).toEqual({ kind: 'not_found' })
+    }
+    expect(table.lookup('GET', '/svc/agents/runs/run%2D1')).toMatchObject({
+      kind: 'match',
+      match: { params: { runId: 'run-1' } },
+    })
+  })
+
+  it('finds the first malformed escape or NUL in a path, and passes well-formed ones', () => {
+    expect(pathEncodingProblem('/svc/agents/runs/%ZZ')).toEqual({ kind: 'malformed', escape: '%ZZ' })
+    expect(pathEncodingProblem('/a/%')).toEqual({ kind: 'malformed', escape: '%' })
+    expect(pathEncodingProblem('/a/%E0%A4/b')).toEqual({ kind: 'malformed', escape: '%E0%A4' })
+    expect(pathEncodingProblem('/a/%C3%28')).toEqual({ kind: 'malformed', escape: '%C3%28' })
+    expect(pathEncodingProblem('/a/%ED%A0%80')).toEqual({ kind: 'malformed', escape: '%ED%A0%80' })
+    expect(pathEncodingProblem('/a/x%00y')).toEqual({ kind: 'nul', escape: '%00' })
+    for (const good of ['/svc/models', '/a/caf%C3%A9/%E2%82%AC%20x', '/a/%2F%25']) {
+      expect(pathEncodingProblem(good)).toBeNull()
+    }
   })
 
   it('does not let a parameter swallow extra segments', () => {

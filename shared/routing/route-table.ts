@@ -1,8 +1,8 @@
 /**
  * Every public path of the product, the family worker that serves it, whether it needs a
  * credential, which access-token audiences it accepts, and its body rules. The gateway routes
- * with this table (404/405 with Allow, 413/415, 403 token_wrong_audience), and tests check that
- * every family answers every route it owns.
+ * with this table (404/405 with Allow, 413/415, 403 token_wrong_audience), and
+ * test/unit/route-ownership.test.ts checks that every family answers every route it owns.
  */
 import type { Audience } from '../worker/request-context'
 
@@ -297,6 +297,41 @@ function compile(routes: readonly RouteSpec[]): {
   return { exact, patterns }
 }
 
+function decodeSegment(segment: string): string | null {
+  if (!segment.includes('%')) return segment
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return null
+  }
+}
+
+export interface PathEncodingProblem {
+  kind: 'malformed' | 'nul'
+  /** The offending escape(s) as sent, e.g. `%ZZ` or `%C3%28`. */
+  escape: string
+}
+
+/**
+ * Whether a request path is valid percent-encoding of UTF-8 without NUL: `%` followed by two hex
+ * digits, escapes forming whole UTF-8 characters, and no `%00`. Paths without `%` cost one scan.
+ */
+export function pathEncodingProblem(pathname: string): PathEncodingProblem | null {
+  if (!pathname.includes('%')) return null
+  for (const run of pathname.matchAll(/(?:%[0-9A-Fa-f]{2})+|%.{0,2}/gs)) {
+    const escapes = run[0]
+    if (!/^(?:%[0-9A-Fa-f]{2})+$/.test(escapes)) return { kind: 'malformed', escape: escapes }
+    let decoded: string
+    try {
+      decoded = decodeURIComponent(escapes)
+    } catch {
+      return { kind: 'malformed', escape: escapes }
+    }
+    if (decoded.includes('\0')) return { kind: 'nul', escape: escapes }
+  }
+  return null
+}
+
 export type RouteLookup =
   | { kind: 'match'; match: RouteMatch }
   | { kind: 'method_not_allowed'; allow: HttpMethod[]; public: boolean }
@@ -320,8 +355,12 @@ export class RouteTable {
       for (const candidate of this.patterns) {
         const m = candidate.regex.exec(path)
         if (m) {
+          const values = candidate.names.map((_, i) => decodeSegment(m[i + 1]!))
+          // A parameter that is not valid percent-encoding names nothing (the gateway refuses such
+          // paths with 400 before looking them up; this keeps the table itself total).
+          if (values.includes(null)) return { kind: 'not_found' }
           entry = candidate
-          params = Object.fromEntries(candidate.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]))
+          params = Object.fromEntries(candidate.names.map((n, i) => [n, values[i]!]))
           break
         }
       }

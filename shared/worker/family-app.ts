@@ -6,7 +6,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
-import { isJsonContentType, parseJsonBody, readBodyText } from '../http/body'
+import { isJsonContentType, parseJsonBody, readJsonText } from '../http/body'
 import { AppError, toAppError } from '../http/errors'
 import { validationError } from '../http/validation'
 import { bodyTextOf, type Identity, type RequestContext, requestContextOf } from './request-context'
@@ -65,7 +65,7 @@ export function createFamilyApp<Bindings extends object>() {
     c.header('x-request-id', context.requestId)
     if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
       const text =
-        bodyTextOf(c.req.raw) ?? (await readBodyText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY))
+        bodyTextOf(c.req.raw) ?? (await readJsonText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY))
       const json = parseJsonBody(text)
       // Hono caches body reads as promises; handlers and validators reuse these (parsed once).
       const cache = c.req.bodyCache as Record<string, unknown>

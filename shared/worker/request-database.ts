@@ -1,9 +1,12 @@
 /**
  * A request-scoped database for family handlers: opened lazily, closed after the response with
  * `waitUntil`. Failures that are not already an AppError become a 503 naming the family's store
- * (`<store>_store_unavailable`) with Retry-After; the driver's detail goes to logs only.
+ * (`<store>_store_unavailable`) with Retry-After, saying so when a statement ran out of time, or
+ * a 400 `invalid_character` for text Postgres cannot store (shared/db/errors.ts); the driver's
+ * detail goes to logs only.
  */
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../db/client'
+import { databaseFailure } from '../db/errors'
 import { AppError } from '../http/errors'
 
 interface RequestScope {
@@ -21,16 +24,7 @@ export async function withRequestDatabase<T>(
     return await work(database.db)
   } catch (err) {
     if (err instanceof AppError) throw err
-    throw new AppError(
-      503,
-      `${store}_store_unavailable`,
-      `The ${store} store is unavailable; retry shortly.`,
-      {
-        internalMessage: `${String(err)}${err instanceof Error && err.cause ? ` (cause: ${String(err.cause)})` : ''}`,
-        cause: err,
-        headers: { 'retry-after': '2' },
-      },
-    )
+    throw databaseFailure(err, store, c.env)
   } finally {
     c.executionCtx.waitUntil(database.close())
   }

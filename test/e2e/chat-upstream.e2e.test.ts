@@ -230,7 +230,9 @@ describe(`chat upstream: failover and retries (${stack.kind})`, () => {
 })
 
 describe(`chat upstream: circuit breaker (${stack.kind})`, () => {
-  it('stops calling a provider after 4 consecutive failures and probes it again after the cool-down', async () => {
+  // The cool-down and the probe that closes the breaker again run on an injected clock in
+  // shared/providers/upstream-client.test.ts; here, that the open breaker holds across requests.
+  it('stops calling a provider after 4 consecutive failures', async () => {
     const t = tag()
     await upstream.script({ match: { contains: t, route: 'flaky' }, fault: { kind: 'status', status: 503 } })
     for (let i = 0; i < 4; i++) {
@@ -256,12 +258,6 @@ describe(`chat upstream: circuit breaker (${stack.kind})`, () => {
       (await chat(team.liveKey, { model: 'svc-comb', messages: user(`Open ${t} ${skipped}`) })).status,
     ).toBe(200)
     expect(await routesOf(skipped)).toEqual(['backup'])
-    await new Promise((resolve) => setTimeout(resolve, 2_100))
-    const probe = tag()
-    expect((await chat(team.liveKey, { model: 'svc-comb', messages: user(`Probe ${probe}`) })).status).toBe(
-      200,
-    )
-    expect(await routesOf(probe)).toEqual(['flaky'])
   })
 })
 

@@ -148,8 +148,18 @@ describe(`service tokens (${stack.kind})`, () => {
       client_secret: devCredentials.serviceAccountSecret,
       audience: 'platform',
     })
-    expect(res.status).toBe(400) // platform tokens are for people: not even a valid request value
-    expect((await errorOf(res)).param).toBe('audience')
+    // A valid audience of the spec that service accounts never hold: platform tokens are for people.
+    expect(res.status).toBe(403)
+    const error = await errorOf(res)
+    expect(error).toMatchObject({ code: 'audience_not_allowed', param: 'audience', type: 'permission_error' })
+    expect(error.message).toContain('POST /auth/login')
+    const unknown = await post('/auth/service-token', {
+      client_id: devCredentials.serviceAccountId,
+      client_secret: devCredentials.serviceAccountSecret,
+      audience: 'everything',
+    })
+    expect(unknown.status).toBe(400)
+    expect((await errorOf(unknown)).param).toBe('audience')
   })
 
   it('answers a wrong secret and an unknown client id alike: 401 invalid_client', async () => {
@@ -445,6 +455,24 @@ describe(`attacks on the token verifier, through the gateway (${stack.kind})`, (
       headers: { authorization: `Bearer ${token}` },
     })
     expect(viaQuery.status).toBe(403)
+  })
+
+  it('a genuinely signed token that lives longer than the issuer grants (exp 1e300, or two hours)', async () => {
+    const signer = signers['ML-DSA-65']!
+    const signed = async (claims: Record<string, unknown>) => {
+      const input = `${seg({ alg: signer.alg, kid: signer.kid, typ: 'JWT' })}.${seg(claims)}`
+      return `${input}.${base64urlEncode(await signer.sign(utf8.encode(input)))}`
+    }
+    const base = buildAccessTokenClaims({
+      sub: `sa:${devCredentials.serviceAccountId}`,
+      aud: 'external-api',
+      iss: 'svc',
+      ttlSeconds: 600,
+      tenantId: stack.tenantA.id,
+    })
+    expect((await get('/svc/memories', await signed(base))).status).toBe(200)
+    await refused(await signed({ ...base, exp: 1e300 }), 401, 'token_lifetime_too_long')
+    await refused(await signed({ ...base, exp: base.iat + 7200 }), 401, 'token_lifetime_too_long')
   })
 
   it('a token from another issuer, and one for a principal that does not exist', async () => {

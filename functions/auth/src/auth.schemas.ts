@@ -4,7 +4,7 @@
  * `{"error":{message,type,param,code}}` shape.
  */
 import { z } from '@hono/zod-openapi'
-import { SERVICE_ACCOUNT_AUDIENCES } from '../../../shared/auth/service-accounts'
+import { AUDIENCES } from '../../../shared/crypto/access-token'
 import { JWS_ALGORITHMS } from '../../../shared/crypto/jws-algorithms'
 
 const JwsAlgorithmSchema = z.enum(JWS_ALGORITHMS).openapi({
@@ -28,9 +28,9 @@ export const ServiceTokenRequestSchema = z
       .min(1)
       .max(256)
       .openapi({ description: 'The service account secret (`svc_sa_…`)' }),
-    audience: z.enum(SERVICE_ACCOUNT_AUDIENCES).optional().openapi({
+    audience: z.enum(AUDIENCES).optional().openapi({
       description:
-        'Token audience; must be one the account allows. Default: the first audience of the account.',
+        'Token audience; must be one the account allows (403 `audience_not_allowed` otherwise: service accounts hold `internal-service` and `external-api`, `platform` tokens are for people). Default: the first audience of the account.',
     }),
     alg: JwsAlgorithmSchema.optional(),
   })

@@ -25,6 +25,13 @@ const invalidClient = () =>
     headers: { 'www-authenticate': 'Bearer error="invalid_client"' },
   })
 
+function isAllowed(
+  audience: string,
+  allowed: readonly ServiceAccountAudience[],
+): audience is ServiceAccountAudience {
+  return (allowed as readonly string[]).includes(audience)
+}
+
 export function serviceTokenRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
   app.openapi(
     createRoute({
@@ -79,11 +86,11 @@ export function serviceTokenRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           (SERVICE_ACCOUNT_AUDIENCES as readonly string[]).includes(a),
         )
         const audience = body.audience ?? allowed[0]
-        if (!audience || !allowed.includes(audience)) {
+        if (!audience || !isAllowed(audience, allowed)) {
           throw new AppError(
             403,
             'audience_not_allowed',
-            `Service account ${account.id} may request audience ${allowed.map((a) => `"${a}"`).join(' or ') || '(none)'}; it asked for "${body.audience}".`,
+            `Service account ${account.id} may request audience ${allowed.map((a) => `"${a}"`).join(' or ') || '(none)'}; it asked for "${body.audience}".${audience === 'platform' ? ' Platform tokens are issued to people: POST /auth/login.' : ''}`,
             { param: 'audience' },
           )
         }

@@ -1,13 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import {
   buildAccessTokenClaims,
+  createVerificationKeySet,
   generateSigningKey,
   type PrivateJwk,
   signAccessToken,
   verifyAccessToken,
 } from '../../../shared/crypto'
 import { AppError } from '../../../shared/http/errors'
-import { loadKeyRing } from './signing-keys'
+import { loadKeyRing, signDocument } from './signing-keys'
 
 let current65: PrivateJwk
 let previous65: PrivateJwk
@@ -85,5 +86,33 @@ describe('JWT_SIGNING_KEYS key ring', () => {
       JSON.stringify([{ kty: 'OKP', crv: 'Ed25519', x: ed25519.kty === 'OKP' ? ed25519.x : '' }]),
     )
     expect(publicOnly.status).toBe(503)
+  })
+})
+
+describe('signing documents with the token keys (the sign RPC)', () => {
+  it('signs with the current key of the algorithm; the public JWKS verifies it, a changed byte does not', async () => {
+    const secret = JSON.stringify([current65, ed25519, previous65])
+    const data = new TextEncoder().encode('{"receipt":1}')
+    const signed = await signDocument(secret, data, 'ML-DSA-65')
+    if (!signed.ok) throw new Error(signed.message)
+    expect(signed.kid).toBe(current65.kid)
+    const keys = await createVerificationKeySet((await loadKeyRing(secret)).jwks)
+    const key = keys.resolve(signed.kid)
+    expect(key?.alg).toBe('ML-DSA-65')
+    expect(await key!.verify(data, signed.signature)).toBe(true)
+    const changed = new TextEncoder().encode('{"receipt":2}')
+    expect(await key!.verify(changed, signed.signature)).toBe(false)
+  })
+
+  it('refuses, as a value, an algorithm without a key and a missing secret', async () => {
+    const data = new Uint8Array([1, 2, 3])
+    expect(await signDocument(JSON.stringify([ed25519]), data, 'ML-DSA-87')).toMatchObject({
+      ok: false,
+      code: 'signing_algorithm_unavailable',
+    })
+    expect(await signDocument(undefined, data, 'EdDSA')).toMatchObject({
+      ok: false,
+      code: 'signing_keys_unavailable',
+    })
   })
 })

@@ -83,3 +83,36 @@ export async function keyRingFor(secret: string | undefined): Promise<KeyRing> {
   cached = { secret: secret ?? '', ring }
   return ring
 }
+
+/** What the auth worker's `sign` RPC answers: a raw signature by the current key of the algorithm. */
+export type DocumentSignature =
+  | { readonly ok: true; readonly kid: string; readonly alg: JwsAlgorithm; readonly signature: Uint8Array }
+  | { readonly ok: false; readonly code: string; readonly message: string }
+
+/**
+ * Signs `data` with the current (first) key of `alg` in the ring: the same keys that sign access
+ * tokens, so a verifier needs only the public JWKS. Refusals are values (an RPC caller cannot
+ * catch an AppError across the binding): no key of that algorithm, or no keys at all.
+ */
+export async function signDocument(
+  secret: string | undefined,
+  data: Uint8Array,
+  alg: JwsAlgorithm,
+): Promise<DocumentSignature> {
+  let ring: KeyRing
+  try {
+    ring = await keyRingFor(secret)
+  } catch (err) {
+    const message = err instanceof AppError ? err.message : 'the signing keys could not be loaded'
+    return { ok: false, code: 'signing_keys_unavailable', message }
+  }
+  const key = ring.signers.get(alg)
+  if (!key) {
+    return {
+      ok: false,
+      code: 'signing_algorithm_unavailable',
+      message: `No ${alg} signing key is configured (JWT_SIGNING_KEYS has ${ring.available.join(', ') || 'none'}).`,
+    }
+  }
+  return { ok: true, kid: key.kid, alg, signature: await key.sign(data) }
+}

@@ -45,6 +45,7 @@ function deps(principals: Record<string, PrincipalRecord | null> = {}) {
     },
     issuer: 'svc',
     leewaySeconds: 30,
+    maxLifetimeSeconds: 900,
     principalTtlMs: 30_000,
   }
   return { value, counts }
@@ -123,18 +124,61 @@ describe('gateway access-token authentication', () => {
       status: 401,
       code: 'token_expired',
     })
-    // A token that expires while cached: leeway 0 and a lifetime of a few seconds. `exp` is in
-    // whole seconds and signing takes a while on a busy machine, so the wait is computed from the
-    // token's own `exp` rather than assumed (a 1-second lifetime could expire before it is checked).
-    const short = await token(mlDsa, { ttl: 3 })
-    const strict = { ...d.value, leewaySeconds: 0 }
+    // A token verified (and cached) while valid, checked again on a clock moved past its exp.
+    const issuedAt = new Date('2026-01-01T00:00:00Z')
+    const short = await token(mlDsa, { ttl: 60, now: issuedAt })
+    let clock = issuedAt.getTime()
+    const cached = deps({ [`${TENANT} ${USER}`]: member })
+    const strict = { ...cached.value, leewaySeconds: 0, now: () => clock }
     await verifyBearerToken(short, ['platform'], strict)
-    const payload = short.split('.')[1]!.replaceAll('-', '+').replaceAll('_', '/')
-    const { exp } = JSON.parse(atob(payload)) as { exp: number }
-    await new Promise((r) => setTimeout(r, Math.max(0, exp * 1000 - Date.now()) + 100))
+    clock += 59_000
+    await expect(verifyBearerToken(short, ['platform'], strict)).resolves.toMatchObject({ tenantId: TENANT })
+    clock += 1_000
     expect(await refusal(verifyBearerToken(short, ['platform'], strict))).toMatchObject({
       code: 'token_expired',
     })
+    expect(cached.counts.verifies).toBe(1) // the expiry was found in the cache, not by verifying again
+  })
+
+  it('tolerates JWT_LEEWAY_SECONDS of clock skew past exp, not more', async () => {
+    const d = deps({ [`${TENANT} ${USER}`]: member })
+    const issuedAt = new Date('2026-01-01T00:00:00Z')
+    const jwt = await token(mlDsa, { ttl: 60, now: issuedAt })
+    const at = (ms: number) => ({ ...d.value, now: () => issuedAt.getTime() + ms })
+    await expect(verifyBearerToken(jwt, ['platform'], at(60_000 + 29_000))).resolves.toBeDefined()
+    clearAccessTokenCaches()
+    expect(await refusal(verifyBearerToken(jwt, ['platform'], at(60_000 + 30_000)))).toMatchObject({
+      code: 'token_expired',
+    })
+  })
+
+  it('looks a principal up again once its cache entry is older than principalTtlMs', async () => {
+    const principals: Record<string, PrincipalRecord | null> = { [`${TENANT} ${USER}`]: member }
+    const d = deps(principals)
+    let clock = Date.now()
+    const timed = { ...d.value, now: () => clock }
+    const jwt = await token(mlDsa)
+    await verifyBearerToken(jwt, ['platform'], timed)
+    principals[`${TENANT} ${USER}`] = null // removed from the workspace
+    clock += 29_000
+    await expect(verifyBearerToken(jwt, ['platform'], timed)).resolves.toBeDefined()
+    clock += 1_000
+    expect(await refusal(verifyBearerToken(jwt, ['platform'], timed))).toMatchObject({
+      code: 'token_principal_revoked',
+    })
+    expect(d.counts.lookups).toBe(2)
+  })
+
+  it("refuses a genuine token that lives longer than the issuer's configured maximum", async () => {
+    const d = deps({ [`${TENANT} ${USER}`]: member })
+    const long = await refusal(verifyBearerToken(await token(mlDsa, { ttl: 3600 }), ['platform'], d.value))
+    expect(long).toMatchObject({ status: 401, code: 'token_lifetime_too_long' })
+    await expect(
+      verifyBearerToken(await token(mlDsa, { ttl: 3600 }), ['platform'], {
+        ...d.value,
+        maxLifetimeSeconds: 3600,
+      }),
+    ).resolves.toMatchObject({ tenantId: TENANT })
   })
 
   it('refuses a token without tenant_id and a subject that is neither a user nor a service account', async () => {

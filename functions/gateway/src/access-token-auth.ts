@@ -4,7 +4,8 @@
  *
  * 1. the JWS (shared/crypto `verifyAccessToken`): shape, `alg` one of ML-DSA-44/65/87 or EdDSA
  *    (never `none`, never HMAC or RSA/ECDSA), `kid` of a published key of that algorithm, the
- *    signature, the claims, `iss`, and `exp`/`nbf`/`iat` with JWT_LEEWAY_SECONDS of leeway;
+ *    signature, the claims, `iss`, a lifetime (`exp` - `iat`) no longer than the issuer's
+ *    AUTH_ACCESS_TOKEN_TTL_SECONDS, and `exp`/`nbf`/`iat` with JWT_LEEWAY_SECONDS of leeway;
  * 2. `tenant_id` present (every token this product issues is tenant-scoped);
  * 3. the audience against the route (shared/routing FAMILY_TOKEN_AUDIENCES): 403
  *    `token_wrong_audience` for a genuine token meant for another audience;
@@ -44,7 +45,11 @@ export interface TokenAuthDeps {
   lookupPrincipal(tenantId: string, subject: Subject): Promise<PrincipalRecord | null>
   issuer: string
   leewaySeconds: number
+  /** The issuer's access-token lifetime (AUTH_ACCESS_TOKEN_TTL_SECONDS): no token may declare a longer one. */
+  maxLifetimeSeconds: number
   principalTtlMs: number
+  /** The clock, in ms since the epoch (`Date.now` unless a test moves time). */
+  now?: () => number
 }
 
 interface VerifiedToken {
@@ -86,7 +91,7 @@ const unauthorized = (code: string, message: string) =>
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-async function verifyFresh(token: string, deps: TokenAuthDeps): Promise<VerifiedToken> {
+async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Promise<VerifiedToken> {
   const verified = await verifyAccessToken(token, {
     keys: (kid) => deps.resolveKey(kid),
     // Every algorithm this product signs with; the tenant's policy is applied afterwards, once the
@@ -95,6 +100,8 @@ async function verifyFresh(token: string, deps: TokenAuthDeps): Promise<Verified
     audience: AUDIENCES,
     issuer: deps.issuer,
     leewaySeconds: deps.leewaySeconds,
+    now: new Date(now),
+    maxLifetimeSeconds: deps.maxLifetimeSeconds,
   })
   const { claims } = verified
   if (claims.tenant_id === undefined || !UUID.test(claims.tenant_id)) {
@@ -123,7 +130,7 @@ async function verifyFresh(token: string, deps: TokenAuthDeps): Promise<Verified
 
 async function verifiedToken(token: string, deps: TokenAuthDeps): Promise<VerifiedToken> {
   const hash = await hashApiKey(token)
-  const now = Date.now()
+  const now = (deps.now ?? Date.now)()
   const hit = tokenCache.get(hash)
   if (hit) {
     if ('token' in hit) {
@@ -137,7 +144,7 @@ async function verifiedToken(token: string, deps: TokenAuthDeps): Promise<Verifi
     if (now < hit.until) throw hit.refusal
   }
   try {
-    const fresh = await verifyFresh(token, deps)
+    const fresh = await verifyFresh(token, deps, now)
     remember(tokenCache, MAX_TOKENS, hash, { token: fresh })
     return fresh
   } catch (err) {
@@ -151,7 +158,7 @@ async function verifiedToken(token: string, deps: TokenAuthDeps): Promise<Verifi
 
 async function principal(token: VerifiedToken, deps: TokenAuthDeps): Promise<PrincipalRecord> {
   const key = `${token.tenantId}\n${token.sub}`
-  const now = Date.now()
+  const now = (deps.now ?? Date.now)()
   let hit = principalCache.get(key)
   if (!hit || hit.expiresAt <= now) {
     hit = {
@@ -259,6 +266,15 @@ function seconds(value: string | undefined, fallback: number, max = Number.POSIT
   return value !== undefined && Number.isFinite(n) && n >= 0 && n <= max ? n : fallback
 }
 
+/** The auth worker's default access-token lifetime (functions/auth auth.context.ts). */
+const DEFAULT_ACCESS_TOKEN_TTL_SECONDS = 900
+
+/** AUTH_ACCESS_TOKEN_TTL_SECONDS as the auth worker reads it: a positive whole number, else 900. */
+function accessTokenTtl(value: string | undefined): number {
+  const n = Number(value)
+  return value !== undefined && Number.isInteger(n) && n > 0 ? n : DEFAULT_ACCESS_TOKEN_TTL_SECONDS
+}
+
 export function authenticateAccessToken(
   token: string,
   audiences: readonly Audience[] | null,
@@ -270,6 +286,7 @@ export function authenticateAccessToken(
     lookupPrincipal: (tenantId, subject) => lookupPrincipal(env, ctx, tenantId, subject),
     issuer: env.JWT_ISSUER?.trim() || 'svc',
     leewaySeconds: seconds(env.JWT_LEEWAY_SECONDS, 30, 300),
+    maxLifetimeSeconds: accessTokenTtl(env.AUTH_ACCESS_TOKEN_TTL_SECONDS),
     principalTtlMs: seconds(env.API_KEY_CACHE_TTL_SECONDS, 30) * 1000,
   })
 }

@@ -5,11 +5,12 @@
  */
 import { Hono } from 'hono'
 import { serviceAccountSubject } from '../../../shared/auth/subjects'
-import { formatBytes, isJsonContentType, readBodyText } from '../../../shared/http/body'
+import { formatBytes, isJsonContentType, readJsonText } from '../../../shared/http/body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import {
   FAMILY_BINDING,
   FAMILY_TOKEN_AUDIENCES,
+  pathEncodingProblem,
   type RouteSpec,
   RouteTable,
 } from '../../../shared/routing/route-table'
@@ -28,17 +29,48 @@ import { invalidateTenantPolicy } from './tenant-policies'
 
 const routes = new RouteTable()
 
+/**
+ * Every way a request can name its tenant: the spec's `x-svc-tenant` header and `tenantId` query
+ * parameter, and the `x-tenant-id` header (the spec's storage-service name) with its query form
+ * `tenant_id`. Any of them, and every value of a repeated query parameter, must be the
+ * credential's tenant.
+ */
+const TENANT_HEADERS = ['x-svc-tenant', 'x-tenant-id'] as const
+const TENANT_QUERY_PARAMETERS = ['tenantId', 'tenant_id'] as const
+
 function checkTenant(identity: Identity, request: Request, url: URL): void {
-  const claimed =
-    request.headers.get('x-svc-tenant') ?? (url.search === '' ? null : url.searchParams.get('tenantId'))
-  if (claimed !== null && claimed !== identity.tenantId) {
-    throw new AppError(
-      403,
-      'tenant_mismatch',
-      `This request names tenant "${claimed}" (x-svc-tenant or tenantId), but the credential belongs to tenant "${identity.tenantId}". Remove it or use a credential of that tenant.`,
-      { param: request.headers.has('x-svc-tenant') ? 'x-svc-tenant' : 'tenantId' },
-    )
+  for (const name of TENANT_HEADERS) {
+    const claimed = request.headers.get(name)
+    if (claimed !== null && claimed !== identity.tenantId) throw tenantMismatch(claimed, name, identity)
   }
+  if (url.search === '') return
+  for (const name of TENANT_QUERY_PARAMETERS) {
+    for (const claimed of url.searchParams.getAll(name)) {
+      if (claimed !== identity.tenantId) throw tenantMismatch(claimed, name, identity)
+    }
+  }
+}
+
+function tenantMismatch(claimed: string, name: string, identity: Identity): AppError {
+  return new AppError(
+    403,
+    'tenant_mismatch',
+    `This request names tenant "${claimed}" (${name}), but the credential belongs to tenant "${identity.tenantId}". Remove it or use a credential of that tenant.`,
+    { param: name },
+  )
+}
+
+/** 400 for a path that is not valid percent-encoding (or encodes NUL), before anything else. */
+function checkPathEncoding(pathname: string): void {
+  const problem = pathEncodingProblem(pathname)
+  if (!problem) return
+  throw new AppError(
+    400,
+    'malformed_path',
+    problem.kind === 'nul'
+      ? `The path contains an encoded NUL character (${problem.escape}), which no resource name contains; remove it.`
+      : `The path is not valid percent-encoding (at "${problem.escape}"): write each reserved byte as % followed by two hex digits, and encode characters as whole UTF-8 sequences.`,
+  )
 }
 
 const OTLP_TYPES = new Set([
@@ -122,11 +154,12 @@ function hasBody(request: Request): boolean {
 
 /**
  * The body as it crosses the binding: JSON bodies as text, read here once within the route's
- * limit (413 beyond it, even when the length was not declared); any other body as its stream.
+ * limit (413 beyond it, even when the length was not declared), decoded as strict UTF-8 and held
+ * to the JSON input rules (shared/http/json-input.ts); any other body as its stream.
  */
 async function forwardedBody(route: RouteSpec, request: Request): Promise<ForwardedBody> {
   if (request.method === 'GET' || request.method === 'HEAD' || !hasBody(request)) return null
-  if (route.body?.kind === 'json') return readBodyText(request, route.body.maxBytes)
+  if (route.body?.kind === 'json') return readJsonText(request, route.body.maxBytes)
   return request.body
 }
 
@@ -200,6 +233,7 @@ gatewayApp.all('*', async (c) => {
     return preflight(request, c.get('origin'), requestId)
   }
   const url = c.get('url')
+  checkPathEncoding(url.pathname)
   const lookup = routes.lookup(request.method, url.pathname)
 
   if (lookup.kind === 'match' && lookup.match.route.access === 'public') {

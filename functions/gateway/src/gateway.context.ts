@@ -24,6 +24,11 @@ export interface GatewayEnv extends DatabaseEnv {
   JWT_ISSUER?: string
   /** Clock skew tolerated on exp / nbf / iat, seconds (default 30, at most 300). */
   JWT_LEEWAY_SECONDS?: string
+  /**
+   * The auth worker's access-token lifetime in seconds (default 900; set the same value on both):
+   * a token declaring a longer lifetime (exp - iat, beyond the leeway) is refused.
+   */
+  AUTH_ACCESS_TOKEN_TTL_SECONDS?: string
   /** Public base URL when the gateway sits behind another proxy (default: the request's origin). */
   PUBLIC_BASE_URL?: string
   /** Comma-separated browser origins allowed by CORS (default `*`). */

@@ -9,7 +9,7 @@
  *   fake     /v1          svc-cell, svc-hive           plain traffic, SDK tests, metering
  *   dead     a closed port svc-hive (then fake)           connection errors
  *   primary  /primary/v1  svc-brood (then backup)      failover, retries, no-failover cases
- *   flaky    /flaky/v1    svc-comb  (then backup)      circuit breaker (threshold 4, cool-down 2 s)
+ *   flaky    /flaky/v1    svc-comb  (then backup)      circuit breaker (threshold 4, cool-down 60 s)
  *   slow     /slow/v1     svc-buzz  (then backup)      timeouts (1 s) and stream stalls
  *   backup   /backup/v1   svc-brood, svc-comb, svc-buzz
  * svc-swarm has no provider (503 provider_not_configured for live keys).
@@ -162,7 +162,7 @@ const service: FakeService = {
         'svc-buzz': ['slow', 'backup'],
       },
       retry: { maxRounds: 2, baseDelayMs: 50, maxDelayMs: 200, maxRetryAfterMs: 2_000 },
-      breaker: { failureThreshold: 4, cooldownMs: 2_000 },
+      breaker: { failureThreshold: 4, cooldownMs: 60_000 },
     }
     return {
       env: {
