@@ -403,24 +403,20 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
     }
     const { identity, grant } = turn.meter_json
     const usage = turn.usage_json
-    // Stored as the client returned it (agent-run.store.ts keeps its fields as they are).
-    const delivered = await openMeter(this.env.RATE_LIMITER, identity, 'code.turns').settle(
-      grant as unknown as MeterGrant,
-      {
-        usage:
-          usage.total_tokens === 0
-            ? null
-            : {
-                promptTokens: usage.input_tokens,
-                completionTokens: usage.output_tokens,
-                totalTokens: usage.total_tokens,
-                cachedTokens: usage.cached_input_tokens,
-                reasoningTokens: usage.reasoning_tokens,
-              },
-        estimated: turn.usage_estimated,
-        provider: turn.provider ?? 'none',
-      },
-    )
+    const delivered = await openMeter(this.env.RATE_LIMITER, identity, 'code.turns').settle(grant, {
+      usage:
+        usage.total_tokens === 0
+          ? null
+          : {
+              promptTokens: usage.input_tokens,
+              completionTokens: usage.output_tokens,
+              totalTokens: usage.total_tokens,
+              cachedTokens: usage.cached_input_tokens,
+              reasoningTokens: usage.reasoning_tokens,
+            },
+      estimated: turn.usage_estimated,
+      provider: turn.provider ?? 'none',
+    })
     if (delivered) this.store.unschedule('meter_settle', turnId)
     await this.armAlarm()
   }

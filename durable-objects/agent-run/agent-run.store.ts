@@ -19,8 +19,7 @@
  * |             | model retry, interrupted turn)                                               |
  */
 import { z } from 'zod'
-import { MODEL_ALIASES } from '../../shared/catalog/model-aliases'
-import type { MeterGrant } from '../../shared/metering'
+import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { ProviderChatMessage } from '../../shared/providers/chat-wire'
 import type { Identity } from '../../shared/worker/request-context'
 import { RUN_STATES, type RunState, type TokenUsage, TokenUsageSchema } from './agent-events'
@@ -167,14 +166,8 @@ export const TurnMeterSchema = z.object({
     planId: z.string(),
     scopes: z.array(z.string()),
   }),
-  /** The grant as the metering client returned it; fields it adds later are kept as they are. */
-  grant: z
-    .object({
-      requestId: z.string(),
-      model: z.enum(MODEL_ALIASES),
-      headers: z.record(z.string(), z.string()),
-    })
-    .loose(),
+  /** The grant as the metering client returned it (its own schema: one definition). */
+  grant: MeterGrantSchema,
 })
 /** Written from the metering client's own types; read back through TurnMeterSchema. */
 export interface TurnMeter {
