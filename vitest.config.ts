@@ -24,16 +24,27 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
  * - unit-db: colocated `*.db.test.ts` files, inside workerd like unit tests, with a throw-away
  *   Postgres (in-memory PGlite behind the WebSocket bridge, test/support/unit-database.ts) bound
  *   as DATABASE_URL: family routes and shared code whose behaviour is in their queries.
- * - do-<family>: Durable Objects inside the worker that hosts them (its wrangler config), so
+ * - do-<worker>: Durable Objects inside the worker that hosts them (its wrangler config), so
  *   alarms, storage and RPC are the real ones; tests drive alarms with runDurableObjectAlarm.
+ *   do-metering hosts the RateLimiter; do-chat and do-code run their worker with the metering
+ *   worker beside it, as deployed.
  * - e2e: `test/e2e/**` start the whole stack the way README says (`npm start`) and call it over
  *   HTTP with real clients, once on embedded PGlite and once on the real PostgreSQL server.
  */
 export default defineConfig(async () => {
-  // The code worker binds the RateLimiter that the chat worker hosts (script_name = "svc-chat"),
-  // so its Durable Object tests run with the real chat worker beside it.
-  const chatBundle = path.resolve('.data/vitest-aux/svc-chat/index.js')
-  await bundleWorker(path.resolve('functions/chat/src/index.ts'), chatBundle)
+  // The chat and code workers bind the RateLimiter that the metering worker hosts
+  // (script_name = "svc-metering"), so their Durable Object tests run with the real metering
+  // worker beside them.
+  const meteringBundle = path.resolve('.data/vitest-aux/svc-metering/index.js')
+  await bundleWorker(path.resolve('functions/metering/src/index.ts'), meteringBundle)
+  const meteringWorker = {
+    name: 'svc-metering',
+    modules: true,
+    scriptPath: meteringBundle,
+    compatibilityDate: '2026-10-01',
+    compatibilityFlags: ['nodejs_compat'],
+    durableObjects: { RATE_LIMITER: { className: 'RateLimiter', useSQLite: true } },
+  }
   // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
   const authBundle = path.resolve('.data/vitest-aux/svc-auth/index.js')
   const platformBundle = path.resolve('.data/vitest-aux/svc-platform/index.js')
@@ -97,10 +108,23 @@ export default defineConfig(async () => {
           },
         },
         {
-          plugins: [cloudflareTest({ wrangler: { configPath: 'functions/chat/wrangler.toml' } })],
+          plugins: [cloudflareTest({ wrangler: { configPath: 'functions/metering/wrangler.toml' } })],
+          test: {
+            name: 'do-metering',
+            include: ['durable-objects/rate-limiter/**/*.do.test.ts', 'functions/metering/**/*.do.test.ts'],
+            passWithNoTests: true,
+          },
+        },
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: 'functions/chat/wrangler.toml' },
+              miniflare: { workers: [meteringWorker] },
+            }),
+          ],
           test: {
             name: 'do-chat',
-            include: ['durable-objects/rate-limiter*.do.test.ts', 'functions/chat/**/*.do.test.ts'],
+            include: ['functions/chat/**/*.do.test.ts'],
             passWithNoTests: true,
           },
         },
@@ -108,23 +132,12 @@ export default defineConfig(async () => {
           plugins: [
             cloudflareTest({
               wrangler: { configPath: 'functions/code/wrangler.toml' },
-              miniflare: {
-                workers: [
-                  {
-                    name: 'svc-chat',
-                    modules: true,
-                    scriptPath: chatBundle,
-                    compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
-                    durableObjects: { RATE_LIMITER: { className: 'RateLimiter', useSQLite: true } },
-                  },
-                ],
-              },
+              miniflare: { workers: [meteringWorker] },
             }),
           ],
           test: {
             name: 'do-code',
-            include: ['durable-objects/agent-run*.do.test.ts', 'functions/code/**/*.do.test.ts'],
+            include: ['durable-objects/agent-run/**/*.do.test.ts', 'functions/code/**/*.do.test.ts'],
             passWithNoTests: true,
           },
         },

@@ -24,7 +24,7 @@ import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { LogLevel } from 'miniflare'
-import { NdjsonEventParser } from '../functions/code/src/agent-events.ts'
+import { NdjsonEventParser } from '../durable-objects/agent-run/agent-events.ts'
 import { startStack } from '../scripts/stack.ts'
 import { cpuSeconds, descendantsNamed, round } from './bench-support.ts'
 

@@ -247,6 +247,12 @@ export const usageLedger = pgTable(
     completionTokens: integer('completion_tokens').notNull(),
     cachedTokens: integer('cached_tokens').notNull().default(0),
     reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+    /** `tokens` for a model; a paid tool's own unit (`requests` for web search, `seconds` of audio). */
+    unit: text('unit', { enum: ['tokens', 'requests', 'seconds'] })
+      .notNull()
+      .default('tokens'),
+    /** What was used in `unit` (for a model: prompt + completion tokens). */
+    quantity: bigint('quantity', { mode: 'number' }).notNull().default(0),
     creditsCents: numeric('credits_cents', { precision: 14, scale: 4 }).notNull(),
     estimated: boolean('estimated').notNull().default(false),
     createdAt: createdAt(),

@@ -1,5 +1,9 @@
-/** Metering: rate limits, allowances, credits and the usage ledger. See docs/plans.md. */
-export { type BillingPeriod, billingPeriodAt } from './billing-period'
+/**
+ * Metering as its callers see it: the typed client of the RateLimiter object, its RPC protocol,
+ * prices and rate-limit headers. The object and the decisions it makes (windows, reservations,
+ * leases, the ledger) live beside it in durable-objects/rate-limiter/. See docs/plans.md.
+ */
+
 export type {
   AcquireInput,
   AcquireResult,
@@ -14,6 +18,13 @@ export type {
   StoredBalance,
 } from './metering.schemas'
 export {
+  isMeteredTool,
+  type MeteredResource,
+  MeteredResourceSchema,
+  type UsageUnit,
+  unitOf,
+} from './metering.schemas'
+export {
   type Meter,
   type MeterGrant,
   type MeterUsage,
@@ -21,22 +32,15 @@ export {
   meteringUnavailable,
   openMeter,
   type RateLimiterNamespace,
+  type RateLimiterRpc,
 } from './metering-client'
-export {
-  FLUSH_BATCH_SIZE,
-  flushLedger,
-  loadBalance,
-  type MeteringStore,
-  postgresMeteringStore,
-  readBalance,
-} from './metering-store'
 export {
   CREDIT_UNITS_PER_CENT,
   centsToUnits,
   estimateCostUnits,
+  toolCostUnits,
   unitsToCents,
   usageCostUnits,
 } from './pricing'
 export { formatResetDuration, rateLimitHeaders } from './rate-limit-headers'
-export { SlidingWindow } from './sliding-window'
-export { RATE_WINDOW_MS, TenantLimiter, tokensBeyond } from './tenant-limiter'
+export { meterToolCall, type ToolCall, type ToolOutcome } from './tool-metering'

@@ -6,6 +6,7 @@
  * durable-objects/rate-limiter*.do.test.ts); only its RPC surface matters to the client.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { PLAN_CATALOG } from '../plans/plan-catalog'
 import type { NormalizedUsage } from '../providers/chat-wire'
 import type { Identity } from '../worker/request-context'
 import type { AcquireInput, AcquireResult, LeaseReturnInput, SettleInput } from './metering.schemas'
@@ -186,7 +187,7 @@ describe('metering client: settle delivery', () => {
     const limiter = new RecordingLimiter()
     const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
     await meter.settle(grant(0), settled)
-    await meter.acquire({ requestId: 'req-1', model: 'svc-cell', estimatedTokens: 10 })
+    await meter.acquire({ requestId: 'req-1', model: 'svc-cell', estimatedTokens: 10 }, PLAN_CATALOG)
     expect(limiter.acquireCalls[0]).not.toHaveProperty('settles')
     expect(limiter.delivered()).toEqual(['res-0'])
   })

@@ -1,17 +1,18 @@
 /**
  * The typed client every worker uses to meter a request against the RateLimiter object of the
- * caller's tenant (see durable-objects/rate-limiter.do.ts and docs/plans.md):
+ * caller's tenant (see durable-objects/rate-limiter/rate-limiter.do.ts and docs/plans.md):
  *
+ *   const { catalog } = resolvePlan(env, identity.planId)
  *   const meter = openMeter(env.RATE_LIMITER, identity, 'code.turns')
- *   const grant = await meter.acquire({ requestId, model, estimatedTokens })  // throws the 402/403/429/503 AppError
+ *   const grant = await meter.acquire({ requestId, model, estimatedTokens }, catalog)  // throws the 402/403/429/503 AppError
  *   ...do the work...
  *   await meter.settle(grant, { usage, estimated, provider })                 // never throws
  *
- * Binding (wrangler.toml of a worker other than svc-chat):
+ * Binding (wrangler.toml of every worker that meters; the object is hosted by svc-metering):
  *   [[durable_objects.bindings]]
  *   name = "RATE_LIMITER"
  *   class_name = "RateLimiter"
- *   script_name = "svc-chat"
+ *   script_name = "svc-metering"
  *
  * Usage is acknowledged only once it is stored: `settle` resolves when the object has committed
  * the ledger row to its storage (the object writes it before it answers, and its output gate holds
@@ -26,7 +27,7 @@
  *
  * Admission leases: an acquire that reaches the object also asks for a lease — a slice of the
  * tenant's headroom for this model, usable by this isolate for about a second (the object grants
- * one only far from every limit; see shared/metering/tenant-limiter.ts). While the isolate holds
+ * one only far from every limit; see durable-objects/rate-limiter/tenant-limiter.ts). While the isolate holds
  * a lease that covers a request, `acquire` admits it locally with no round trip; the request
  * settles like any other. When the lease runs out or expires, what it did not use goes back to
  * the object with the next call. The next lease asked for is twice what the last one admitted
@@ -37,31 +38,47 @@
  * (svc_sk_test_ keys) get their own object: rate limits apply, allowance and credits do not,
  * and their ledger rows carry mode 'test' and zero credits.
  */
-import type { RateLimiter } from '../../durable-objects/rate-limiter.do'
-import type { ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
 import type { PlanCatalog } from '../plans/plan-catalog'
 import { actionRequiredError } from '../plans/upgrade-decision'
 import type { NormalizedUsage } from '../providers/chat-wire'
 import { type Identity, isTestMode, principalId } from '../worker/request-context'
 import {
+  type AcquireInput,
   type AcquireResult,
+  isMeteredTool,
   type LeaseReturnInput,
   MAX_LEASE_REQUESTS,
+  type MeteredResource,
   type MeterGrant,
   type MeteringScope,
   type RateLimitSnapshot,
   type SettleInput,
+  type SettleResult,
 } from './metering.schemas'
 import { rateLimitHeaders } from './rate-limit-headers'
 
 export type { MeterGrant }
 
-export type RateLimiterNamespace = DurableObjectNamespace<RateLimiter>
+/**
+ * The RateLimiter object's RPC surface, as its callers use it. The object
+ * (durable-objects/rate-limiter/rate-limiter.do.ts) implements it; callers depend on this
+ * interface, never on the object's code.
+ */
+export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
+  acquire(input: AcquireInput): Promise<AcquireResult>
+  settleMany(inputs: SettleInput[], returns?: LeaseReturnInput[]): Promise<SettleResult[]>
+  checkpoint(inputs: SettleInput[]): Promise<void>
+  snapshot(scope: MeteringScope): Promise<RateLimitSnapshot | null>
+}
+
+export type RateLimiterNamespace = DurableObjectNamespace<RateLimiterRpc>
 
 export interface MeterUsage {
   /** null when nothing was produced (the reservation is released, no ledger row). */
   readonly usage: NormalizedUsage | null
+  /** A paid tool's use in its unit (web_search: 1 request; transcription: seconds of audio). */
+  readonly quantity?: number
   /** True when counted with the tokenizer rather than reported by the provider. */
   readonly estimated: boolean
   /** Provider id that served the request. */
@@ -70,12 +87,21 @@ export interface MeterUsage {
 
 export interface Meter {
   readonly scope: MeteringScope
-  /** Admits the request or throws the action-required AppError (rate-limit headers included). */
-  acquire(request: {
-    readonly requestId: string
-    readonly model: ModelAlias
-    readonly estimatedTokens: number
-  }): Promise<MeterGrant>
+  /**
+   * Admits the request or throws the action-required AppError (rate-limit headers included),
+   * worded with the deployment's catalog (resolvePlan).
+   */
+  acquire(
+    request: {
+      readonly requestId: string
+      /** The model alias, or the paid tool (admitted per request: tools get no leases). */
+      readonly model: MeteredResource
+      readonly estimatedTokens: number
+      /** A paid tool's expected use in its unit, reserved against its monthly allowance. */
+      readonly estimatedQuantity?: number
+    },
+    catalog: PlanCatalog,
+  ): Promise<MeterGrant>
   /**
    * Records the usage of an admitted request (or releases it, usage null). Resolves true once the
    * object has it in storage (stored now, or already by an earlier send of the same settle); false
@@ -151,7 +177,7 @@ function putBackReturns(name: string, returns: readonly LeaseReturnInput[]): voi
 function admitLocally(
   name: string,
   key: string,
-  request: { readonly requestId: string; readonly model: ModelAlias; readonly estimatedTokens: number },
+  request: { readonly requestId: string; readonly model: MeteredResource; readonly estimatedTokens: number },
 ): MeterGrant | null {
   const held = heldLeases.get(key)
   if (!held) return null
@@ -233,7 +259,7 @@ export function openMeter(
   namespace: RateLimiterNamespace,
   identity: Identity,
   endpoint: string,
-  options: { readonly catalog?: PlanCatalog; readonly leases?: boolean } = {},
+  options: { readonly leases?: boolean } = {},
 ): Meter {
   const scope: MeteringScope = {
     tenantId: identity.tenantId,
@@ -243,7 +269,7 @@ export function openMeter(
   const name = meteringObjectName(identity)
   // Made on first use: a request admitted from a lease whose settle only queues never needs one
   // (deriving the id hashes the name).
-  let stub: DurableObjectStub<RateLimiter> | null = null
+  let stub: DurableObjectStub<RateLimiterRpc> | null = null
   const object = () => {
     stub ??= namespace.get(namespace.idFromName(name))
     return stub
@@ -265,13 +291,14 @@ export function openMeter(
       completionTokens: usage.usage.completionTokens,
       cachedTokens: usage.usage.cachedTokens,
       reasoningTokens: usage.usage.reasoningTokens,
+      ...(usage.quantity === undefined ? {} : { quantity: usage.quantity }),
     },
     estimated: usage.estimated,
   })
 
   return {
     scope,
-    async acquire(request) {
+    async acquire(request, catalog) {
       const key = `${name}|${request.model}`
       // While another request of this isolate fetches a lease, wait for it and admit from it
       // rather than asking the object too (a few rounds at most; then go to the object).
@@ -284,7 +311,7 @@ export function openMeter(
       }
 
       const reservationId = crypto.randomUUID()
-      const askLease = options.leases !== false && !askingLease.has(key)
+      const askLease = options.leases !== false && !isMeteredTool(request.model) && !askingLease.has(key)
       const leaseId = askLease ? crypto.randomUUID() : ''
       const returns = takeReturns(name)
       let result: AcquireResult
@@ -294,6 +321,9 @@ export function openMeter(
           reservationId,
           model: request.model,
           estimatedTokens: request.estimatedTokens,
+          ...(request.estimatedQuantity === undefined
+            ? {}
+            : { estimatedQuantity: request.estimatedQuantity }),
           ...(askLease
             ? {
                 lease: {
@@ -316,10 +346,7 @@ export function openMeter(
       if (result.kind === 'unavailable') throw meteringUnavailable(result.detail)
       if (result.kind === 'refused') {
         const headers = rateLimitHeaders(result.snapshot)
-        const error = actionRequiredError(
-          result.decision,
-          options.catalog ? { catalog: options.catalog } : {},
-        )
+        const error = actionRequiredError(result.decision, { catalog })
         Object.assign(error.headers, headers)
         throw error
       }

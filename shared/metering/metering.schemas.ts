@@ -6,7 +6,8 @@
  * One object per tenant and mode (`<tenantId>:live`, `<tenantId>:test`): see docs/plans.md.
  */
 import { z } from 'zod'
-import { MODEL_ALIASES } from '../catalog/model-aliases'
+import { MODEL_ALIASES, type ModelAlias } from '../catalog/model-aliases'
+import { METERED_TOOL_UNITS, METERED_TOOLS, type MeteredTool } from '../plans/plan-catalog'
 import type { UpgradeDecisionSchema } from '../plans/upgrade-decision'
 
 export const METERING_MODES = ['live', 'test'] as const
@@ -21,6 +22,28 @@ const RequestId = z.string().min(1).max(200)
  * reused request id can neither share a reservation nor escape metering.
  */
 const ReservationId = z.string().min(1).max(64)
+
+/**
+ * What a request is metered on: the model alias it ran on (tokens), or the paid tool it used
+ * (web_search: requests; transcription: seconds of audio). Carried in the `model` fields of the
+ * protocol and the ledger.
+ */
+export const MeteredResourceSchema = z.enum([...MODEL_ALIASES, ...METERED_TOOLS])
+export type MeteredResource = z.infer<typeof MeteredResourceSchema>
+
+export const USAGE_UNITS = ['tokens', 'requests', 'seconds'] as const
+export type UsageUnit = (typeof USAGE_UNITS)[number]
+
+export function isMeteredTool(resource: MeteredResource): resource is MeteredTool {
+  return (METERED_TOOLS as readonly string[]).includes(resource)
+}
+
+/** The unit a resource is measured in: tokens for models, the tool's own unit for tools. */
+export function unitOf(resource: MeteredResource): UsageUnit {
+  return isMeteredTool(resource) ? METERED_TOOL_UNITS[resource] : 'tokens'
+}
+
+export type { MeteredTool, ModelAlias }
 
 /** Which object a call is for; the object checks it is the one it serves. */
 export const MeteringScopeSchema = z.object({
@@ -37,6 +60,8 @@ export const MeteredUsageSchema = z.object({
   cachedTokens: Count,
   /** Part of completionTokens. */
   reasoningTokens: Count,
+  /** A tool's use in its own unit (web_search: 1 request; transcription: seconds of audio). */
+  quantity: Count.optional(),
 })
 export type MeteredUsage = z.infer<typeof MeteredUsageSchema>
 
@@ -51,8 +76,8 @@ export const SettleInputSchema = MeteringScopeSchema.extend({
   estimatedTokens: Count.optional(),
   /** The request id the caller saw (x-request-id), recorded in the ledger. */
   requestId: RequestId,
-  model: z.enum(MODEL_ALIASES),
-  /** e.g. `chat.completions`, `code.turns`. */
+  model: MeteredResourceSchema,
+  /** e.g. `chat.completions`, `code.turns`, `code.search`, `code.transcribe`. */
   endpoint: z.string().min(1).max(64),
   /** `key:<id>` or `sub:<subject>`. */
   principal: z.string().min(1).max(256),
@@ -82,9 +107,11 @@ export const LeaseReturnsSchema = z.array(LeaseReturnSchema).max(64)
 
 export const AcquireInputSchema = MeteringScopeSchema.extend({
   reservationId: ReservationId,
-  model: z.enum(MODEL_ALIASES),
+  model: MeteredResourceSchema,
   /** Tokens the request may use: prompt tokens (counted) + the output budget. Reserved until settled. */
   estimatedTokens: Count,
+  /** A tool's expected use in its unit (reserved against its monthly allowance until settled). */
+  estimatedQuantity: Count.optional(),
   /**
    * Asks for an admission lease besides admitting this request: up to `requests` more requests
    * of this model, `tokensPerRequest` tokens each, to admit locally (see tenant-limiter.ts).
@@ -119,7 +146,7 @@ export const MeterGrantSchema = z.object({
   /** With leaseId: the tokens reserved from the lease for this request. */
   estimatedTokens: Count.optional(),
   requestId: RequestId,
-  model: z.enum(MODEL_ALIASES),
+  model: MeteredResourceSchema,
   snapshot: RateLimitSnapshotSchema,
   /** x-ratelimit-* headers for the response. */
   headers: z.record(z.string(), z.string()),
@@ -162,12 +189,16 @@ export const LedgerEntrySchema = z.object({
   principal: z.string(),
   mode: z.enum(METERING_MODES),
   endpoint: z.string(),
-  model: z.enum(MODEL_ALIASES),
+  model: MeteredResourceSchema,
   provider: z.string(),
   promptTokens: Count,
   completionTokens: Count,
   cachedTokens: Count,
   reasoningTokens: Count,
+  /** The unit of `quantity`: tokens for a model, the tool's own unit for a tool. */
+  unit: z.enum(USAGE_UNITS),
+  /** What was used in `unit` (for a model: prompt + completion tokens). */
+  quantity: Count,
   /** Credits charged for this request, in units of 1/10,000 cent (0 within the allowance and in test mode). */
   creditsUnits: Count,
   estimated: z.boolean(),
@@ -185,7 +216,10 @@ export interface BalanceRow {
   readonly spendCapCents: number | null
 }
 
-/** The balance row plus this period's live tokens per model (from usage_ledger), read when the object starts. */
+/**
+ * The balance row plus this period's live use per metered resource (from usage_ledger): tokens
+ * per model, units per paid tool. Read when the object starts.
+ */
 export interface StoredBalance extends BalanceRow {
-  readonly modelTokens: Readonly<Record<string, number>>
+  readonly resourceUse: Readonly<Record<string, number>>
 }

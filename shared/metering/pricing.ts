@@ -2,7 +2,8 @@
  * What usage costs, in exact integer arithmetic.
  *
  * Prices come from the model catalog (`pricing.prompt`, `pricing.completion`,
- * `pricing.input_cache_read`: decimal strings in USD per token). Cached prompt tokens are part
+ * `pricing.input_cache_read`: decimal strings in USD per token) and, for paid tools, from the plan
+ * catalog (`toolPrices`: USD per search, per second of audio). Cached prompt tokens are part
  * of `prompt_tokens` and billed at the cache-read price; reasoning tokens are part of
  * `completion_tokens` and billed at the completion price (OpenAI's convention).
  *
@@ -13,6 +14,7 @@
  */
 import type { ModelAlias } from '../catalog/model-aliases'
 import { modelEntry } from '../catalog/model-catalog'
+import type { MeteredTool, PlanCatalog } from '../plans/plan-catalog'
 import type { NormalizedUsage } from '../providers/chat-wire'
 
 /** Credit units per cent: one unit is 1/10,000 of a cent. */
@@ -65,6 +67,12 @@ export function usageCostUnits(
 /** An upper-bound price for `tokens` not yet produced (billed at the completion price). */
 export function estimateCostUnits(model: ModelAlias, tokens: number): number {
   return Math.ceil((tokens * modelPrices(model).completionPico) / PICO_USD_PER_UNIT)
+}
+
+/** The list price of `quantity` units of a paid tool (the catalog's `toolPrices`), in credit units. */
+export function toolCostUnits(catalog: PlanCatalog, tool: MeteredTool, quantity: number): number {
+  const pico = quantity * picoUsd(catalog.toolPrices[tool])
+  return Math.floor((pico + PICO_USD_PER_UNIT / 2) / PICO_USD_PER_UNIT)
 }
 
 /** Credit units → the ledger's cents text ("12.3456"). */

@@ -5,10 +5,12 @@
  * Durable Object; nothing here does I/O.
  */
 import type { ModelAlias } from '../catalog/model-aliases'
+import { modelEntry } from '../catalog/model-catalog'
 import {
+  type BillingPlan,
   cheapestUpgrade,
-  PLAN_CATALOG,
-  type Plan,
+  METERED_TOOL_UNITS,
+  type MeteredTool,
   type PlanCatalog,
   type PlanDomain,
   type PlanFeature,
@@ -16,19 +18,20 @@ import {
 import { buildUpgradeDecision, type UpgradeDecision } from './upgrade-decision'
 
 export interface CheckOptions {
-  readonly catalog?: PlanCatalog
+  /** The deployment's catalog (resolvePlan): upgrades are chosen among its plans. */
+  readonly catalog: PlanCatalog
   readonly consoleUrl?: string
 }
 
 const opts = (o: CheckOptions) => ({
-  catalog: o.catalog ?? PLAN_CATALOG,
+  catalog: o.catalog,
   ...(o.consoleUrl ? { consoleUrl: o.consoleUrl } : {}),
 })
 
 export function checkModelAccess(
-  plan: Plan,
+  plan: BillingPlan,
   model: ModelAlias,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (plan.models.includes(model)) return null
   const { catalog } = opts(o)
@@ -42,9 +45,9 @@ export function checkModelAccess(
 }
 
 export function checkFeatureAccess(
-  plan: Plan,
+  plan: BillingPlan,
   feature: PlanFeature,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (plan.features.includes(feature)) return null
   const { catalog } = opts(o)
@@ -58,9 +61,9 @@ export function checkFeatureAccess(
 }
 
 export function checkDomainAccess(
-  plan: Plan,
+  plan: BillingPlan,
   domain: PlanDomain,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (plan.domains.includes(domain)) return null
   const { catalog } = opts(o)
@@ -73,26 +76,40 @@ export function checkDomainAccess(
   })
 }
 
-/** Context = prompt tokens (counted with the tokenizer) + the output budget asked for. */
+/**
+ * Context = prompt tokens (counted with the tokenizer) + the output budget asked for, held to the
+ * smaller of the plan's limit and the model's own context window (the model catalog's
+ * `context_length`). When the model's window is what binds, no plan helps: the decision names the
+ * model (`requested_model`), has no required plan, and its binding limit is the window.
+ */
 export function checkContextLimit(
-  plan: Plan,
-  usage: { readonly promptTokens: number; readonly maxOutputTokens?: number | null },
-  o: CheckOptions = {},
+  plan: BillingPlan,
+  usage: {
+    readonly model: ModelAlias
+    readonly promptTokens: number
+    readonly maxOutputTokens?: number | null
+  },
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const needed = usage.promptTokens + (usage.maxOutputTokens ?? 0)
-  if (needed <= plan.contextLimitTokens) return null
+  const window = modelEntry(usage.model).context_length
+  const planLimit = plan.contextLimitTokens
+  if (needed <= planLimit && needed <= window) return null
   const { catalog } = opts(o)
+  const modelBinds = needed > window
+  const limit = modelBinds ? window : planLimit
   return buildUpgradeDecision({
     ...opts(o),
     reason: 'context_limit_reached',
     plan,
-    requiredPlan: cheapestUpgrade(plan, (p) => p.contextLimitTokens >= needed, catalog),
+    requiredPlan: modelBinds ? null : cheapestUpgrade(plan, (p) => p.contextLimitTokens >= needed, catalog),
+    ...(modelBinds ? { requestedModel: usage.model } : {}),
     bindingLimit: {
       kind: 'context',
       unit: 'tokens',
       used: needed,
-      limit: plan.contextLimitTokens,
-      remaining: Math.max(0, plan.contextLimitTokens - usage.promptTokens),
+      limit,
+      remaining: Math.max(0, limit - usage.promptTokens),
     },
   })
 }
@@ -110,15 +127,56 @@ export interface AllowanceState {
 }
 
 /**
+ * Beyond an included allowance with usage credits on: the spend cap, then the credit balance.
+ * Null when the request may go ahead and be billed as overage.
+ */
+function creditDecision(
+  plan: BillingPlan,
+  state: Pick<AllowanceState, 'resetsAt' | 'creditBalanceCents' | 'overageSpentCents' | 'overageCapCents'>,
+  requiredPlan: BillingPlan | null,
+  o: CheckOptions,
+): UpgradeDecision | null {
+  const cap = state.overageCapCents === undefined ? plan.overageCapCents : state.overageCapCents
+  if (cap !== null && state.overageSpentCents >= cap) {
+    return buildUpgradeDecision({
+      ...opts(o),
+      reason: 'overage_cap_reached',
+      plan,
+      requiredPlan,
+      usageCreditsEnabled: true,
+      bindingLimit: {
+        kind: 'credits',
+        unit: 'cents',
+        used: state.overageSpentCents,
+        limit: cap,
+        remaining: 0,
+        resets_at: state.resetsAt,
+      },
+    })
+  }
+  if (state.creditBalanceCents <= 0) {
+    return buildUpgradeDecision({
+      ...opts(o),
+      reason: 'insufficient_credits',
+      plan,
+      requiredPlan: null,
+      usageCreditsEnabled: true,
+      bindingLimit: { kind: 'credits', unit: 'cents', remaining: 0 },
+    })
+  }
+  return null
+}
+
+/**
  * The monthly allowance and what happens beyond it:
  * within allowance → allowed; beyond it without usage credits → token_allowance_exhausted;
  * with usage credits: overage cap reached → overage_cap_reached; no credit left →
  * insufficient_credits; otherwise allowed (billed as overage).
  */
 export function checkTokenAllowance(
-  plan: Plan,
+  plan: BillingPlan,
   state: AllowanceState,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const allowance = plan.monthlyTokenAllowance
   if (allowance === null || state.usedTokens < allowance) return null
@@ -145,47 +203,57 @@ export function checkTokenAllowance(
       },
     })
   }
-  const cap = state.overageCapCents === undefined ? plan.overageCapCents : state.overageCapCents
-  if (cap !== null && state.overageSpentCents >= cap) {
+  return creditDecision(plan, state, biggerAllowance, o)
+}
+
+/**
+ * A paid tool's monthly allowance (web searches, seconds of transcribed audio), like the token
+ * allowance: within it → allowed; once used up, without usage credits → tier_allowance_exhausted
+ * (binding limit in the tool's unit); with usage credits, the spend cap and the credit balance
+ * decide as for tokens. A tool without an allowance in the plan has no monthly cap.
+ */
+export function checkToolAllowance(
+  plan: BillingPlan,
+  tool: MeteredTool,
+  state: Omit<AllowanceState, 'usedTokens'> & {
+    /** This period's use of the tool, in its unit (in-flight reservations included). */
+    readonly used: number
+  },
+  o: CheckOptions,
+): UpgradeDecision | null {
+  const limit = plan.toolAllowances[tool]
+  if (limit === undefined || state.used < limit) return null
+  const { catalog } = opts(o)
+  const biggerAllowance = cheapestUpgrade(
+    plan,
+    (p) => p.features.includes(tool) && (p.toolAllowances[tool] ?? Number.POSITIVE_INFINITY) > state.used,
+    catalog,
+  )
+  if (!plan.usageCredits || !state.usageCreditsEnabled) {
+    const unit = METERED_TOOL_UNITS[tool]
     return buildUpgradeDecision({
       ...opts(o),
-      reason: 'overage_cap_reached',
+      reason: 'tier_allowance_exhausted',
       plan,
       requiredPlan: biggerAllowance,
-      usageCreditsEnabled: true,
-      bindingLimit: {
-        kind: 'credits',
-        unit: 'cents',
-        used: state.overageSpentCents,
-        limit: cap,
-        remaining: 0,
-        resets_at: state.resetsAt,
-      },
+      requestedFeature: tool,
+      usageCreditsEnabled: state.usageCreditsEnabled,
+      bindingLimit: { kind: unit, unit, used: state.used, limit, remaining: 0, resets_at: state.resetsAt },
     })
   }
-  if (state.creditBalanceCents <= 0) {
-    return buildUpgradeDecision({
-      ...opts(o),
-      reason: 'insufficient_credits',
-      plan,
-      requiredPlan: null,
-      usageCreditsEnabled: true,
-      bindingLimit: { kind: 'credits', unit: 'cents', remaining: 0 },
-    })
-  }
-  return null
+  return creditDecision(plan, state, biggerAllowance, o)
 }
 
 /** A per-model ("tier") allowance inside the plan, e.g. svc-hive on Team. */
 export function checkModelAllowance(
-  plan: Plan,
+  plan: BillingPlan,
   model: ModelAlias,
   state: {
     readonly usedTokens: number
     readonly resetsAt: string | null
     readonly usageCreditsEnabled?: boolean
   },
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const limit = plan.modelAllowances[model]
   if (limit === undefined || state.usedTokens < limit) return null
@@ -215,9 +283,9 @@ export function checkModelAllowance(
 
 /** The document allowance (documents upload 429). */
 export function checkDocumentAllowance(
-  plan: Plan,
+  plan: BillingPlan,
   documentsStored: number,
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   if (documentsStored < plan.documentAllowance) return null
   const { catalog } = opts(o)
@@ -242,14 +310,14 @@ export function checkDocumentAllowance(
  * being refused; `retryAfterSeconds` is when the window frees enough room.
  */
 export function rateLimitedDecision(
-  plan: Plan,
+  plan: BillingPlan,
   limit: {
     readonly unit: 'requests' | 'tokens'
     readonly used: number
     readonly retryAfterSeconds: number
     readonly resetsAt?: string | null
   },
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision {
   const perMinute = limit.unit === 'requests' ? plan.requestsPerMinute : plan.tokensPerMinute
   const { catalog } = opts(o)
@@ -287,14 +355,14 @@ export function chatRequestFeatures(request: {
  * run after these (see docs/plans.md for the full order).
  */
 export function checkChatEntitlements(
-  plan: Plan,
+  plan: BillingPlan,
   chat: {
     readonly model: ModelAlias
     readonly reasoning_effort?: string | undefined
     readonly promptTokens: number
     readonly maxOutputTokens?: number | null
   },
-  o: CheckOptions = {},
+  o: CheckOptions,
 ): UpgradeDecision | null {
   const model = checkModelAccess(plan, chat.model, o)
   if (model) return model
@@ -304,7 +372,7 @@ export function checkChatEntitlements(
   }
   return checkContextLimit(
     plan,
-    { promptTokens: chat.promptTokens, maxOutputTokens: chat.maxOutputTokens ?? null },
+    { model: chat.model, promptTokens: chat.promptTokens, maxOutputTokens: chat.maxOutputTokens ?? null },
     o,
   )
 }

@@ -10,20 +10,27 @@ export {
   checkModelAccess,
   checkModelAllowance,
   checkTokenAllowance,
+  checkToolAllowance,
   rateLimitedDecision,
 } from './entitlements'
 export {
+  type BillingPlan,
   cheapestUpgrade,
   getPlan,
+  METERED_TOOL_UNITS,
+  METERED_TOOLS,
+  type MeteredTool,
   PLAN_CATALOG,
   PLAN_CATALOG_VAR,
-  type Plan,
   type PlanCatalog,
+  type PlanCatalogEnv,
   type PlanDomain,
   type PlanFeature,
   type PlanId,
   parsePlanCatalog,
   planCatalogFromEnv,
+  type ResolvedPlan,
+  resolvePlan,
 } from './plan-catalog'
 export {
   ActionRequiredBodySchema,

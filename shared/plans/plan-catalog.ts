@@ -26,13 +26,24 @@ export const PLAN_FEATURES = [
 ] as const
 export type PlanFeature = (typeof PLAN_FEATURES)[number]
 
+/**
+ * Paid tools metered like models, each in its own unit: a web search is one request to a search
+ * provider; a transcription is billed by the seconds of audio it transcribed.
+ */
+export const METERED_TOOLS = ['web_search', 'transcription'] as const
+export type MeteredTool = (typeof METERED_TOOLS)[number]
+export const METERED_TOOL_UNITS: Readonly<Record<MeteredTool, 'requests' | 'seconds'>> = {
+  web_search: 'requests',
+  transcription: 'seconds',
+}
+
 /** Subject domains gated by tier ("domain_tier_required"). */
 export const PLAN_DOMAINS = ['general', 'code', 'research', 'security', 'quantum'] as const
 export type PlanDomain = (typeof PLAN_DOMAINS)[number]
 
 const Count = z.int().min(0)
 
-export const PlanSchema = z
+export const BillingPlanSchema = z
   .object({
     id: z.enum(PLAN_IDS),
     name: z.string().min(1),
@@ -41,6 +52,12 @@ export const PlanSchema = z
     monthlyPriceCents: Count.nullable(),
     models: z.array(z.enum(MODEL_ALIASES)).min(1),
     modelAllowances: z.partialRecord(z.enum(MODEL_ALIASES), z.int().positive()),
+    /**
+     * What the plan includes of each paid tool per month, in the tool's unit (METERED_TOOL_UNITS);
+     * beyond it, usage credits pay at the catalog's `toolPrices`. A tool without an entry has no
+     * monthly cap (its feature still has to be in `features`).
+     */
+    toolAllowances: z.partialRecord(z.enum(METERED_TOOLS), z.int().positive()),
     features: z.array(z.enum(PLAN_FEATURES)),
     domains: z.array(z.enum(PLAN_DOMAINS)).min(1),
     monthlyTokenAllowance: z.int().positive().nullable(),
@@ -55,14 +72,19 @@ export const PlanSchema = z
     documentAllowance: Count,
   })
   .strict()
-export type Plan = z.infer<typeof PlanSchema>
+export type BillingPlan = z.infer<typeof BillingPlanSchema>
 
 export const PlanCatalogSchema = z
   .object({
     version: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date like 2026-08-01'),
     /** Base of the URLs in upgrade actions. */
     consoleUrl: z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, '')),
-    plans: z.array(PlanSchema).min(1),
+    /** List price of one unit of each paid tool, in USD (a decimal string, like model prices). */
+    toolPrices: z.record(
+      z.enum(METERED_TOOLS),
+      z.string().regex(/^\d+(\.\d{1,12})?$/, 'a decimal string in USD per unit'),
+    ),
+    plans: z.array(BillingPlanSchema).min(1),
   })
   .strict()
   .superRefine((catalog, ctx) => {
@@ -89,8 +111,9 @@ export const PlanCatalogSchema = z
 export type PlanCatalog = z.infer<typeof PlanCatalogSchema>
 
 export const PLAN_CATALOG_CONFIG = {
-  version: '2026-08-01',
+  version: '2026-11-01',
   consoleUrl: 'https://console.svc.example',
+  toolPrices: { web_search: '0.005', transcription: '0.0001' },
   plans: [
     {
       id: 'free',
@@ -99,6 +122,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 0,
       models: ['svc-cell', 'svc-brood'],
       modelAllowances: {},
+      toolAllowances: {},
       features: ['agent_runs', 'mcp'],
       domains: ['general'],
       monthlyTokenAllowance: 200_000,
@@ -117,6 +141,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 2_000,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz'],
       modelAllowances: { 'svc-buzz': 1_000_000 },
+      toolAllowances: { web_search: 1_000, transcription: 3_600 },
       features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
       domains: ['general', 'code'],
       monthlyTokenAllowance: 5_000_000,
@@ -135,6 +160,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 6_000,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive'],
       modelAllowances: { 'svc-hive': 2_000_000 },
+      toolAllowances: { web_search: 5_000, transcription: 18_000 },
       features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
       domains: ['general', 'code', 'research'],
       monthlyTokenAllowance: 25_000_000,
@@ -153,6 +179,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: null,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive', 'svc-swarm'],
       modelAllowances: {},
+      toolAllowances: {},
       features: ['thinking', 'retrieval', 'web_search', 'real_qpu', 'agent_runs', 'transcription', 'mcp'],
       domains: ['general', 'code', 'research', 'security', 'quantum'],
       monthlyTokenAllowance: null,
@@ -179,13 +206,18 @@ export const PLAN_CATALOG_VAR = 'PLAN_CATALOG'
 
 let envCatalog: { raw: string; catalog: PlanCatalog } | null = null
 
+/** The part of a worker's env the catalog is read from. */
+export interface PlanCatalogEnv {
+  readonly [PLAN_CATALOG_VAR]?: unknown
+}
+
 /**
  * The deployment's catalog: `PLAN_CATALOG` (JSON, validated with the same schema; parsed once
  * per isolate) when set, otherwise the built-in one. Plan ids must stay those of the tenants
  * table (free, pro, team, enterprise). An invalid value is an operator error: 503
  * `plan_catalog_invalid` whose log line names every problem.
  */
-export function planCatalogFromEnv(env: { readonly [PLAN_CATALOG_VAR]?: unknown }): PlanCatalog {
+export function planCatalogFromEnv(env: PlanCatalogEnv): PlanCatalog {
   const raw = env[PLAN_CATALOG_VAR]
   if (raw === undefined || raw === null || raw === '') return PLAN_CATALOG
   const text = typeof raw === 'string' ? raw : JSON.stringify(raw)
@@ -209,8 +241,38 @@ export function planCatalogFromEnv(env: { readonly [PLAN_CATALOG_VAR]?: unknown 
   return catalog
 }
 
-export function getPlan(id: string, catalog: PlanCatalog = PLAN_CATALOG): Plan | null {
+/** The plan with this id in `catalog`, or null. Request paths use resolvePlan instead. */
+export function getPlan(id: string, catalog: PlanCatalog): BillingPlan | null {
   return catalog.plans.find((plan) => plan.id === id) ?? null
+}
+
+/** A caller's billing plan and the catalog it was found in (upgrade decisions name plans of it). */
+export interface ResolvedPlan {
+  readonly plan: BillingPlan
+  readonly catalog: PlanCatalog
+}
+
+/**
+ * The one way every request path (chat, agent turns and their loop, web search, transcription)
+ * learns the caller's billing plan: the deployment's catalog (planCatalogFromEnv) and the plan id
+ * of the caller's tenant. The same misconfiguration answers the same everywhere: an invalid
+ * PLAN_CATALOG is 503 `plan_catalog_invalid`; a plan id the catalog does not define (the tenants
+ * table and PLAN_CATALOG disagree) is 503 `plan_not_in_catalog`. Both are operator errors.
+ */
+export function resolvePlan(env: PlanCatalogEnv, planId: string): ResolvedPlan {
+  const catalog = planCatalogFromEnv(env)
+  const plan = getPlan(planId, catalog)
+  if (!plan) {
+    throw new AppError(
+      503,
+      'plan_not_in_catalog',
+      `Your workspace is on plan "${planId}", which this deployment's plan catalog does not define. The operator must add it to ${PLAN_CATALOG_VAR}; retrying will not help until then.`,
+      {
+        internalMessage: `plan ${JSON.stringify(planId)} is not in the plan catalog (${catalog.plans.map((p) => p.id).join(', ')})`,
+      },
+    )
+  }
+  return { plan, catalog }
 }
 
 /**
@@ -218,10 +280,10 @@ export function getPlan(id: string, catalog: PlanCatalog = PLAN_CATALOG): Plan |
  * plans count as most expensive, ties broken by rank), or null when no plan would.
  */
 export function cheapestUpgrade(
-  current: Plan,
-  allows: (plan: Plan) => boolean,
-  catalog: PlanCatalog = PLAN_CATALOG,
-): Plan | null {
+  current: BillingPlan,
+  allows: (plan: BillingPlan) => boolean,
+  catalog: PlanCatalog,
+): BillingPlan | null {
   const candidates = catalog.plans.filter((plan) => plan.rank > current.rank && allows(plan))
   candidates.sort(
     (a, b) =>

@@ -12,7 +12,13 @@ import {
   checkTokenAllowance,
   rateLimitedDecision,
 } from './entitlements'
-import { getPlan, PLAN_CATALOG, PLAN_CATALOG_CONFIG, type Plan, parsePlanCatalog } from './plan-catalog'
+import {
+  type BillingPlan,
+  getPlan,
+  PLAN_CATALOG,
+  PLAN_CATALOG_CONFIG,
+  parsePlanCatalog,
+} from './plan-catalog'
 import {
   ActionRequiredBodySchema,
   actionRequiredError,
@@ -23,8 +29,9 @@ import {
 } from './upgrade-decision'
 import schema from './upgrade-decision.schema.json'
 
-const plan = (id: string): Plan => {
-  const found = getPlan(id)
+const o = { catalog: PLAN_CATALOG }
+const plan = (id: string): BillingPlan => {
+  const found = getPlan(id, PLAN_CATALOG)
   if (!found) throw new Error(`no plan ${id}`)
   return found
 }
@@ -37,28 +44,44 @@ const exhausted = { usedTokens: 5_000_000, resetsAt, creditBalanceCents: 1_000, 
 
 /** One real decision per reason, each produced by the check that owns it. */
 const decisions: Record<UpgradeReason, UpgradeDecision | null> = {
-  model_access_required: checkModelAccess(free, 'svc-hive'),
-  domain_tier_required: checkDomainAccess(pro, 'security'),
-  feature_required: checkFeatureAccess(free, 'thinking'),
-  token_allowance_exhausted: checkTokenAllowance(pro, { ...exhausted, usageCreditsEnabled: false }),
-  tier_allowance_exhausted: checkModelAllowance(team, 'svc-hive', { usedTokens: 2_000_000, resetsAt }),
-  insufficient_credits: checkTokenAllowance(pro, {
-    ...exhausted,
-    usageCreditsEnabled: true,
-    creditBalanceCents: 0,
-  }),
-  overage_cap_reached: checkTokenAllowance(pro, {
-    ...exhausted,
-    usageCreditsEnabled: true,
-    overageSpentCents: 5_000,
-  }),
-  context_limit_reached: checkContextLimit(free, { promptTokens: 15_000, maxOutputTokens: 4_000 }),
-  rate_limited: rateLimitedDecision(free, {
-    unit: 'requests',
-    used: 21,
-    retryAfterSeconds: 2.4,
-    resetsAt: null,
-  }),
+  model_access_required: checkModelAccess(free, 'svc-hive', o),
+  domain_tier_required: checkDomainAccess(pro, 'security', o),
+  feature_required: checkFeatureAccess(free, 'thinking', o),
+  token_allowance_exhausted: checkTokenAllowance(pro, { ...exhausted, usageCreditsEnabled: false }, o),
+  tier_allowance_exhausted: checkModelAllowance(team, 'svc-hive', { usedTokens: 2_000_000, resetsAt }, o),
+  insufficient_credits: checkTokenAllowance(
+    pro,
+    {
+      ...exhausted,
+      usageCreditsEnabled: true,
+      creditBalanceCents: 0,
+    },
+    o,
+  ),
+  overage_cap_reached: checkTokenAllowance(
+    pro,
+    {
+      ...exhausted,
+      usageCreditsEnabled: true,
+      overageSpentCents: 5_000,
+    },
+    o,
+  ),
+  context_limit_reached: checkContextLimit(
+    free,
+    { model: 'svc-cell', promptTokens: 15_000, maxOutputTokens: 4_000 },
+    o,
+  ),
+  rate_limited: rateLimitedDecision(
+    free,
+    {
+      unit: 'requests',
+      used: 21,
+      retryAfterSeconds: 2.4,
+      resetsAt: null,
+    },
+    o,
+  ),
 }
 
 describe('upgrade decisions', () => {
@@ -68,7 +91,7 @@ describe('upgrade decisions', () => {
       const decision = decisions[reason]
       expect(decision?.reason).toBe(reason)
       if (!decision) return
-      const err = actionRequiredError(decision)
+      const err = actionRequiredError(decision, o)
       expect(err.status).toBe(UPGRADE_REASON_STATUS[reason])
       expect(err.code).toBe(reason)
       const body = JSON.parse(JSON.stringify(err.toBody())) as Record<string, unknown>
@@ -101,7 +124,7 @@ describe('upgrade decisions', () => {
     const { required_plan: _required, ...withoutRequired } = decision
     expect(validator.validate({ ...body, svc_upgrade: withoutRequired }).valid).toBe(false)
     expect(validator.validate({ svc_upgrade: decision }).valid).toBe(false)
-    expect(() => actionRequiredError({ ...decision, surprise: 1 } as UpgradeDecision)).toThrow()
+    expect(() => actionRequiredError({ ...decision, surprise: 1 } as UpgradeDecision, o)).toThrow()
   })
 
   it('names the cheapest plan that would allow the request, or null', () => {
@@ -110,15 +133,18 @@ describe('upgrade decisions', () => {
     expect(decisions.domain_tier_required?.required_plan).toBe('enterprise')
     expect(decisions.context_limit_reached?.required_plan).toBe('pro')
     expect(decisions.insufficient_credits?.required_plan).toBeNull()
-    expect(checkModelAccess(team, 'svc-swarm')?.required_plan).toBe('enterprise')
-    expect(checkContextLimit(plan('enterprise'), { promptTokens: 2_000_000 })?.required_plan).toBeNull()
+    expect(checkModelAccess(team, 'svc-swarm', o)?.required_plan).toBe('enterprise')
+    expect(
+      checkContextLimit(plan('enterprise'), { model: 'svc-swarm', promptTokens: 2_000_000 }, o)
+        ?.required_plan,
+    ).toBeNull()
   })
 
   it('sends x-should-retry: false on 402/403 and allowance 429s, and Retry-After <= 60 s on transient 429s', () => {
     for (const reason of UPGRADE_REASONS) {
       const decision = decisions[reason]
       if (!decision) throw new Error(reason)
-      const headers = actionRequiredError(decision).headers
+      const headers = actionRequiredError(decision, o).headers
       if (reason === 'rate_limited') {
         expect(headers['retry-after']).toBe('3')
         expect(headers['x-should-retry']).toBeUndefined()
@@ -127,30 +153,30 @@ describe('upgrade decisions', () => {
         expect(headers['retry-after']).toBeUndefined()
       }
     }
-    const long = rateLimitedDecision(free, { unit: 'tokens', used: 50_000, retryAfterSeconds: 600 })
-    expect(actionRequiredError(long).headers['retry-after']).toBe('60')
+    const long = rateLimitedDecision(free, { unit: 'tokens', used: 50_000, retryAfterSeconds: 600 }, o)
+    expect(actionRequiredError(long, o).headers['retry-after']).toBe('60')
   })
 
   it('mirrors the key facts in error.message for SDK users, who never see svc_upgrade', async () => {
-    const model = actionRequiredError(decisions.model_access_required!)
+    const model = actionRequiredError(decisions.model_access_required!, o)
     expect(model.message).toBe(
       'Model svc-hive is not included in the Free plan. To continue: upgrade to the team plan at https://console.svc.example/billing/plans?plan=team, or contact sales.',
     )
     expect(model.type).toBe('permission_error')
-    const allowance = actionRequiredError(decisions.token_allowance_exhausted!)
+    const allowance = actionRequiredError(decisions.token_allowance_exhausted!, o)
     expect(allowance.message).toContain(
       'monthly token allowance is used up (5000000 of 5000000 tokens); it resets at 2026-09-01T00:00:00Z',
     )
     expect(allowance.message).toContain('enable usage credits')
     expect(allowance.type).toBe('insufficient_quota')
-    expect(actionRequiredError(decisions.rate_limited!).message).toContain(
+    expect(actionRequiredError(decisions.rate_limited!, o).message).toContain(
       '20 requests per minute on the Free plan; retry in 3 s',
     )
-    expect(actionRequiredError(decisions.context_limit_reached!).message).toContain(
+    expect(actionRequiredError(decisions.context_limit_reached!, o).message).toContain(
       'needs 19000 context tokens but the Free plan allows 16000',
     )
 
-    const response = actionRequiredError(decisions.insufficient_credits!).toResponse('req_1')
+    const response = actionRequiredError(decisions.insufficient_credits!, o).toResponse('req_1')
     expect(response.status).toBe(402)
     expect(response.headers.get('x-should-retry')).toBe('false')
     const body = (await response.json()) as { error: { code: string }; svc_upgrade: UpgradeDecision }
@@ -160,11 +186,15 @@ describe('upgrade decisions', () => {
 
   it('offers actions with honest availability', () => {
     const onFree = decisions.token_allowance_exhausted
-    const freeExhausted = checkTokenAllowance(free, {
-      ...exhausted,
-      usedTokens: 200_000,
-      usageCreditsEnabled: false,
-    })
+    const freeExhausted = checkTokenAllowance(
+      free,
+      {
+        ...exhausted,
+        usedTokens: 200_000,
+        usageCreditsEnabled: false,
+      },
+      o,
+    )
     expect(freeExhausted?.actions.find((a) => a.kind === 'enable_usage_credits')?.available).toBe(false)
     expect(onFree?.actions.find((a) => a.kind === 'enable_usage_credits')?.available).toBe(true)
     const toEnterprise = decisions.domain_tier_required?.actions.find((a) => a.kind === 'upgrade_plan')
@@ -191,50 +221,83 @@ describe('upgrade decisions', () => {
 
 describe('entitlement checks', () => {
   it('allow what the plan includes', () => {
-    expect(checkModelAccess(free, 'svc-cell')).toBeNull()
-    expect(checkFeatureAccess(pro, 'thinking')).toBeNull()
-    expect(checkDomainAccess(team, 'research')).toBeNull()
-    expect(checkContextLimit(free, { promptTokens: 12_000, maxOutputTokens: 4_000 })).toBeNull()
+    expect(checkModelAccess(free, 'svc-cell', o)).toBeNull()
+    expect(checkFeatureAccess(pro, 'thinking', o)).toBeNull()
+    expect(checkDomainAccess(team, 'research', o)).toBeNull()
     expect(
-      checkTokenAllowance(pro, { ...exhausted, usedTokens: 4_999_999, usageCreditsEnabled: false }),
+      checkContextLimit(free, { model: 'svc-cell', promptTokens: 12_000, maxOutputTokens: 4_000 }, o),
     ).toBeNull()
-    expect(checkTokenAllowance(pro, { ...exhausted, usageCreditsEnabled: true })).toBeNull() // billed as overage
     expect(
-      checkTokenAllowance(plan('enterprise'), {
-        ...exhausted,
-        usedTokens: 10 ** 12,
-        usageCreditsEnabled: false,
-      }),
+      checkTokenAllowance(pro, { ...exhausted, usedTokens: 4_999_999, usageCreditsEnabled: false }, o),
     ).toBeNull()
-    expect(checkModelAllowance(team, 'svc-comb', { usedTokens: 10 ** 9, resetsAt })).toBeNull()
-    expect(checkDocumentAllowance(pro, 99)).toBeNull()
+    expect(checkTokenAllowance(pro, { ...exhausted, usageCreditsEnabled: true }, o)).toBeNull() // billed as overage
+    expect(
+      checkTokenAllowance(
+        plan('enterprise'),
+        {
+          ...exhausted,
+          usedTokens: 10 ** 12,
+          usageCreditsEnabled: false,
+        },
+        o,
+      ),
+    ).toBeNull()
+    expect(checkModelAllowance(team, 'svc-comb', { usedTokens: 10 ** 9, resetsAt }, o)).toBeNull()
+    expect(checkDocumentAllowance(pro, 99, o)).toBeNull()
   })
 
   it('checks a chat request: model, then thinking for reasoning_effort, then context', () => {
     expect(
-      checkChatEntitlements(free, { model: 'svc-comb', reasoning_effort: 'low', promptTokens: 10 ** 6 })
+      checkChatEntitlements(free, { model: 'svc-comb', reasoning_effort: 'low', promptTokens: 10 ** 6 }, o)
         ?.reason,
     ).toBe('model_access_required')
-    const thinking = checkChatEntitlements(free, {
-      model: 'svc-cell',
-      reasoning_effort: 'low',
-      promptTokens: 10,
-    })
+    const thinking = checkChatEntitlements(
+      free,
+      {
+        model: 'svc-cell',
+        reasoning_effort: 'low',
+        promptTokens: 10,
+      },
+      o,
+    )
     expect(thinking).toMatchObject({
       reason: 'feature_required',
       requested_feature: 'thinking',
       requested_model: 'svc-cell',
     })
-    expect(checkChatEntitlements(free, { model: 'svc-cell', promptTokens: 20_000 })?.reason).toBe(
+    expect(checkChatEntitlements(free, { model: 'svc-cell', promptTokens: 20_000 }, o)?.reason).toBe(
       'context_limit_reached',
     )
     expect(
-      checkChatEntitlements(pro, { model: 'svc-comb', reasoning_effort: 'high', promptTokens: 20_000 }),
+      checkChatEntitlements(pro, { model: 'svc-comb', reasoning_effort: 'high', promptTokens: 20_000 }, o),
     ).toBeNull()
   })
 
+  it("holds the context to the smaller of the plan's limit and the model's own window", () => {
+    // svc-cell's window is 131,072 tokens; Team allows 256,000: the model binds, and no plan helps.
+    const decision = checkChatEntitlements(team, { model: 'svc-cell', promptTokens: 150_000 }, o)
+    expect(decision).toMatchObject({
+      reason: 'context_limit_reached',
+      current_plan: 'team',
+      required_plan: null,
+      requested_model: 'svc-cell',
+      binding_limit: { kind: 'context', unit: 'tokens', used: 150_000, limit: 131_072, remaining: 0 },
+    })
+    expect(actionRequiredError(decision!, o).message).toContain(
+      "needs 150000 context tokens but svc-cell's context window is 131072 tokens",
+    )
+    expect(decision?.actions.find((a) => a.kind === 'upgrade_plan')?.available).toBe(false)
+    // Within the model's window the plan still decides, and names the plan that fits.
+    expect(checkChatEntitlements(pro, { model: 'svc-comb', promptTokens: 200_000 }, o)).toMatchObject({
+      reason: 'context_limit_reached',
+      required_plan: 'team',
+      binding_limit: { limit: 128_000 },
+    })
+    expect(checkChatEntitlements(team, { model: 'svc-cell', promptTokens: 131_072 }, o)).toBeNull()
+  })
+
   it('checks the document allowance as a tier allowance in documents', () => {
-    const decision = checkDocumentAllowance(pro, 100)
+    const decision = checkDocumentAllowance(pro, 100, o)
     expect(decision).toMatchObject({ reason: 'tier_allowance_exhausted', required_plan: 'team' })
     expect(decision?.binding_limit).toEqual({
       kind: 'documents',
@@ -243,7 +306,7 @@ describe('entitlement checks', () => {
       limit: 100,
       remaining: 0,
     })
-    expect(actionRequiredError(decision!).status).toBe(429)
+    expect(actionRequiredError(decision!, o).status).toBe(429)
   })
 })
 
@@ -268,6 +331,6 @@ describe('plan catalog', () => {
   })
 
   it('returns AppError instances usable by every worker', () => {
-    expect(actionRequiredError(decisions.feature_required!)).toBeInstanceOf(AppError)
+    expect(actionRequiredError(decisions.feature_required!, o)).toBeInstanceOf(AppError)
   })
 })

@@ -13,7 +13,7 @@
  */
 import { z } from 'zod'
 import { AppError, type ErrorType } from '../http/errors'
-import { getPlan, PLAN_CATALOG, type Plan, type PlanCatalog } from './plan-catalog'
+import { type BillingPlan, getPlan, type PlanCatalog } from './plan-catalog'
 
 export const UPGRADE_SCHEMA_VERSION = '2026-07-31'
 
@@ -148,16 +148,17 @@ const ACTIONS_BY_REASON: Readonly<Record<UpgradeReason, readonly UpgradeActionKi
 
 export interface UpgradeDecisionInput {
   readonly reason: UpgradeReason
-  readonly plan: Plan
+  readonly plan: BillingPlan
   /** The cheapest plan that would allow the request, or null when none would. */
-  readonly requiredPlan: Plan | null
+  readonly requiredPlan: BillingPlan | null
   readonly requestedModel?: string
   readonly requestedDomain?: string
   readonly requestedFeature?: string
   readonly bindingLimit?: BindingLimit
   /** Whether the account already has usage credits on (then "enable" is not offered). */
   readonly usageCreditsEnabled?: boolean
-  readonly catalog?: PlanCatalog
+  /** The deployment's catalog (its console URL is the base of the action URLs). */
+  readonly catalog: PlanCatalog
   /** Overrides the catalog's console URL (e.g. per deployment). */
   readonly consoleUrl?: string
 }
@@ -220,7 +221,7 @@ function action(kind: UpgradeActionKind, input: UpgradeDecisionInput, base: stri
 }
 
 export function buildUpgradeDecision(input: UpgradeDecisionInput): UpgradeDecision {
-  const base = (input.consoleUrl ?? (input.catalog ?? PLAN_CATALOG).consoleUrl).replace(/\/+$/, '')
+  const base = (input.consoleUrl ?? input.catalog.consoleUrl).replace(/\/+$/, '')
   return UpgradeDecisionSchema.parse({
     schema_version: UPGRADE_SCHEMA_VERSION,
     reason: input.reason,
@@ -253,7 +254,7 @@ function nextStep(decision: UpgradeDecision): string {
 }
 
 /** One sentence of facts per reason, then what to do. */
-export function upgradeMessage(decision: UpgradeDecision, catalog: PlanCatalog = PLAN_CATALOG): string {
+export function upgradeMessage(decision: UpgradeDecision, catalog: PlanCatalog): string {
   const planName = getPlan(decision.current_plan, catalog)?.name ?? decision.current_plan
   const limit = decision.binding_limit
   const resets = limit?.resets_at ? `; it resets at ${limit.resets_at}` : ''
@@ -272,7 +273,7 @@ export function upgradeMessage(decision: UpgradeDecision, catalog: PlanCatalog =
       facts = `The ${planName} plan's monthly token allowance is used up${limitFacts(limit)}${resets}.`
       break
     case 'tier_allowance_exhausted':
-      facts = `The ${planName} plan's allowance for ${decision.requested_model ?? limit?.kind ?? 'this tier'} is used up${limitFacts(limit)}${resets}.`
+      facts = `The ${planName} plan's allowance for ${decision.requested_model ?? decision.requested_feature ?? limit?.kind ?? 'this tier'} is used up${limitFacts(limit)}${resets}.`
       break
     case 'insufficient_credits':
       facts = `Usage credits are exhausted${limit?.remaining !== undefined ? ` (balance ${limit.remaining} cents)` : ''}.`
@@ -281,7 +282,11 @@ export function upgradeMessage(decision: UpgradeDecision, catalog: PlanCatalog =
       facts = `The overage spend cap is reached${limitFacts(limit)}${resets}.`
       break
     case 'context_limit_reached':
-      facts = `The request needs ${limit?.used ?? 'more'} context tokens but the ${planName} plan allows ${limit?.limit ?? 'fewer'}.`
+      // A decision that names the model was bound by the model's own context window.
+      facts =
+        decision.requested_model === undefined
+          ? `The request needs ${limit?.used ?? 'more'} context tokens but the ${planName} plan allows ${limit?.limit ?? 'fewer'}.`
+          : `The request needs ${limit?.used ?? 'more'} context tokens but ${decision.requested_model}'s context window is ${limit?.limit ?? 'smaller'} tokens.`
       break
     case 'rate_limited':
       facts = `Rate limit reached: ${limit?.limit ?? 'the'} ${limit?.unit ?? 'requests'} per minute on the ${planName} plan${limit?.retry_after_seconds != null ? `; retry in ${Math.ceil(limit.retry_after_seconds)} s` : ''}.`
@@ -300,7 +305,7 @@ export function upgradeHeaders(decision: UpgradeDecision): Record<string, string
 /** The AppError for a decision: status from the table, body `{error, svc_upgrade}`. */
 export function actionRequiredError(
   decision: UpgradeDecision,
-  options: { readonly param?: string | null; readonly catalog?: PlanCatalog } = {},
+  options: { readonly param?: string | null; readonly catalog: PlanCatalog },
 ): AppError {
   const checked = UpgradeDecisionSchema.parse(decision)
   return new AppError(

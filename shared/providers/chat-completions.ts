@@ -1,11 +1,13 @@
 /**
- * One call for the chat worker: validated request in, client-ready completion (JSON) or SSE
- * stream out, plus the usage to meter. Live requests go to the configured upstreams; test-mode
- * requests only ever reach the built-in simulated model.
+ * One model call: validated request in, completion out, plus the usage to meter. Live requests
+ * go to the configured upstreams; test-mode requests only ever reach the built-in simulated model.
+ * A stream comes back as SSE for a chat client (`streamAs: 'sse'`, the default) or as the typed
+ * chunks the SSE is written from (`streamAs: 'chunks'`, the agent loop).
  */
 import type { ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
-import { relayChatStream, type StreamOutcome } from './chat-stream'
+import { type ChatChunkSource, readChatChunks, type StreamOutcome } from './chat-chunks'
+import { relayChatStream } from './chat-stream'
 import {
   type ChatCompletion,
   type NormalizedUsage,
@@ -45,7 +47,9 @@ export interface ChatCompletionInput {
   readonly signal?: AbortSignal
   readonly requestId?: string
   readonly deps?: Partial<UpstreamDeps>
-  /** Streams: runs before the stream's last event goes out (see RelayOptions.beforeEnd). */
+  /** How a stream is handed back: SSE bytes for a chat client, or its typed chunks. */
+  readonly streamAs?: 'sse' | 'chunks'
+  /** SSE streams: runs before the stream's last event goes out (see RelayOptions.beforeEnd). */
   readonly beforeStreamEnd?: (outcome: StreamOutcome, target: ResultBase['target']) => Promise<unknown>
 }
 
@@ -54,23 +58,32 @@ export interface ResultBase {
   readonly attempts: readonly UpstreamAttempt[]
 }
 
-export type ChatCompletionResult =
-  | (ResultBase & {
-      readonly kind: 'json'
-      /** The body to send: `model` is the alias, `usage` always present. */
-      readonly completion: ChatCompletion
-      readonly usage: NormalizedUsage
-      readonly usageSource: 'upstream' | 'estimated'
-    })
-  | (ResultBase & {
-      readonly kind: 'stream'
-      /** SSE bytes for the client (content-type text/event-stream). */
-      readonly stream: ReadableStream<Uint8Array>
-      /** Settles when the stream ended (completed, cut, or client gone) with the usage to meter. */
-      readonly outcome: Promise<StreamOutcome>
-      /** The usage so far, for checkpoints while the stream runs. */
-      readonly progress: () => NormalizedUsage
-    })
+export type ChatCompletionJson = ResultBase & {
+  readonly kind: 'json'
+  /** The body to send: `model` is the alias, `usage` always present. */
+  readonly completion: ChatCompletion
+  readonly usage: NormalizedUsage
+  readonly usageSource: 'upstream' | 'estimated'
+}
+
+export type ChatCompletionSse = ResultBase & {
+  readonly kind: 'stream'
+  /** SSE bytes for the client (content-type text/event-stream). */
+  readonly stream: ReadableStream<Uint8Array>
+  /** Settles when the stream ended (completed, cut, or client gone) with the usage to meter. */
+  readonly outcome: Promise<StreamOutcome>
+  /** The usage so far, for checkpoints while the stream runs. */
+  readonly progress: () => NormalizedUsage
+}
+
+export type ChatCompletionChunks = ResultBase & {
+  readonly kind: 'chunks'
+  /** The stream's typed items, its outcome and progress (chat-chunks.ts). */
+  readonly chunks: ChatChunkSource
+}
+
+/** What a chat client gets: JSON, or the stream as SSE. */
+export type ChatCompletionResult = ChatCompletionJson | ChatCompletionSse
 
 function completionText(completion: ChatCompletion): string {
   let text = ''
@@ -93,7 +106,13 @@ function targetsFor(input: ChatCompletionInput): readonly ProviderTarget[] {
   return input.registry.targetsFor(input.alias)
 }
 
-export async function createChatCompletion(input: ChatCompletionInput): Promise<ChatCompletionResult> {
+export function createChatCompletion(
+  input: ChatCompletionInput & { readonly streamAs: 'chunks' },
+): Promise<ChatCompletionJson | ChatCompletionChunks>
+export function createChatCompletion(input: ChatCompletionInput): Promise<ChatCompletionResult>
+export async function createChatCompletion(
+  input: ChatCompletionInput,
+): Promise<ChatCompletionJson | ChatCompletionSse | ChatCompletionChunks> {
   const deps = defaultUpstreamDeps(input.deps)
   const config = input.mode === 'live' ? input.registry?.config : undefined
   const success = await sendChatCompletion(
@@ -130,25 +149,33 @@ export async function createChatCompletion(input: ChatCompletionInput): Promise<
     }
   }
 
-  const relay = relayChatStream(success.body, {
+  const recordCut = (result: StreamOutcome) => {
+    if (result.status === 'upstream_cut') success.breaker.recordFailure(deps.now())
+    return result
+  }
+  const streamOptions = {
     alias: input.alias,
-    includeUsage: input.request.stream_options?.include_usage === true,
     promptTokens,
     idleTimeoutMs: success.target.provider.streamIdleTimeoutMs,
     abortUpstream: success.abort,
     ...(input.signal ? { signal: input.signal } : {}),
+  }
+  if (input.streamAs === 'chunks') {
+    const chunks = readChatChunks(success.body, streamOptions)
+    void chunks.outcome.then(recordCut)
+    return { kind: 'chunks', chunks, target, attempts: success.attempts }
+  }
+  const relay = relayChatStream(success.body, {
+    ...streamOptions,
+    includeUsage: input.request.stream_options?.include_usage === true,
     ...(input.beforeStreamEnd
       ? { beforeEnd: (o: StreamOutcome) => input.beforeStreamEnd?.(o, target) ?? Promise.resolve() }
       : {}),
   })
-  const outcome = relay.outcome.then((result) => {
-    if (result.status === 'upstream_cut') success.breaker.recordFailure(deps.now())
-    return result
-  })
   return {
     kind: 'stream',
     stream: relay.stream,
-    outcome,
+    outcome: relay.outcome.then(recordCut),
     progress: relay.progress,
     target,
     attempts: success.attempts,

@@ -1,16 +1,19 @@
 /** The provider layer of chat completions: see docs/providers.md. */
+
+export {
+  type ChatChunkSource,
+  type ChatStreamItem,
+  readChatChunks,
+  type StreamOutcome,
+  type StreamStatus,
+} from './chat-chunks'
 export {
   type ChatCompletionInput,
   type ChatCompletionResult,
   type ChatMode,
   createChatCompletion,
 } from './chat-completions'
-export {
-  type ChatStreamOptions,
-  relayChatStream,
-  type StreamOutcome,
-  type StreamStatus,
-} from './chat-stream'
+export { type ChatStreamOptions, relayChatStream } from './chat-stream'
 export {
   type ChatCompletion,
   type ChatCompletionChunk,

@@ -20,7 +20,7 @@
  */
 import type { ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
-import type { UpstreamSse } from './chat-stream'
+import type { UpstreamSse } from './chat-chunks'
 import { type ChatCompletion, type ProviderChatRequest, WireErrorBodySchema } from './chat-wire'
 import { type BreakerBoard, type CircuitBreaker, isolateBreakers } from './circuit-breaker'
 import {

@@ -14,8 +14,8 @@ import {
   NdjsonEventParser,
   readEvents,
   sequenceProblems,
-} from '../../functions/code/src/agent-events.ts'
-import { AgentClient, type AgentClientOptions } from '../../scripts/agent-cli.ts'
+} from '../../durable-objects/agent-run/agent-events.ts'
+import { AgentClient, type AgentClientOptions } from '../../scripts/agent-cli/agent-client.ts'
 import { ROOT } from '../../scripts/workers.ts'
 import { upstreamControl } from './fakes/openai-upstream.fake.ts'
 

@@ -45,6 +45,8 @@ export interface BalancePreset {
   spendCapCents?: number | null
   /** Live tokens already used this month per model (ledger rows dated now). */
   modelTokens?: Record<string, number>
+  /** Live use of paid tools this month, in their units (ledger rows dated now). */
+  toolUse?: Partial<Record<'web_search' | 'transcription', number>>
 }
 
 /** A fresh tenant on `planId` with a live and a test key, and optionally this month's balance. */
@@ -77,6 +79,13 @@ export async function createWorkspace(planId: string, preset?: BalancePreset): P
             prompt_tokens, completion_tokens, credits_cents)
           values (${tenantId}::uuid, ${`seed-${crypto.randomUUID()}`}, 'seed', 'live', 'chat.completions',
             ${model}, 'seed', ${tokens}, 0, 0)`)
+      }
+      for (const [tool, quantity] of Object.entries(preset.toolUse ?? {})) {
+        await db.execute(sql`
+          insert into usage_ledger (tenant_id, request_id, principal, mode, endpoint, model, provider,
+            prompt_tokens, completion_tokens, credits_cents, unit, quantity)
+          values (${tenantId}::uuid, ${`seed-${crypto.randomUUID()}`}, 'seed', 'live', 'code.search',
+            ${tool}, 'seed', 0, 0, 0, ${tool === 'transcription' ? 'seconds' : 'requests'}, ${quantity})`)
       }
     }
     return { tenantId, liveKey, testKey }
@@ -132,6 +141,8 @@ export interface LedgerRow {
   completion_tokens: number
   cached_tokens: number
   reasoning_tokens: number
+  unit: string
+  quantity: number
   credits_cents: string
   estimated: boolean
 }
@@ -140,7 +151,8 @@ export async function ledgerRows(tenantId: string): Promise<LedgerRow[]> {
   return withDatabase(async (db) => {
     const result = await db.execute<LedgerRow & Record<string, unknown>>(sql`
       select request_id, mode, endpoint, model, provider, principal, prompt_tokens, completion_tokens,
-        cached_tokens, reasoning_tokens, credits_cents::text as credits_cents, estimated
+        cached_tokens, reasoning_tokens, unit, quantity::int as quantity, credits_cents::text as credits_cents,
+        estimated
       from usage_ledger where tenant_id = ${tenantId}::uuid and principal <> 'seed' order by created_at`)
     return result.rows
   })

@@ -5,8 +5,8 @@
  */
 import { Validator } from '@cfworker/json-schema'
 import { describe, expect, it } from 'vitest'
-import { flushLedger } from '../../shared/metering/metering-store.ts'
-import { getPlan } from '../../shared/plans/plan-catalog.ts'
+import { flushLedger } from '../../durable-objects/rate-limiter/metering-store.ts'
+import { getPlan, PLAN_CATALOG } from '../../shared/plans/plan-catalog.ts'
 import upgradeDecisionSchema from '../../shared/plans/upgrade-decision.schema.json'
 import { UPGRADE_REASON_STATUS, type UpgradeReason } from '../../shared/plans/upgrade-decision.ts'
 import { countPromptTokens } from '../../shared/providers/tokenizer.ts'
@@ -106,7 +106,9 @@ describe(`chat plans: upgrade decisions over HTTP (${stack.kind})`, () => {
     expect(res.status).toBe(UPGRADE_REASON_STATUS[c.reason])
     expect(res.headers.get('x-should-retry')).toBe('false')
     for (const name of RATE_HEADERS) expect(res.headers.get(name), name).not.toBeNull()
-    expect(res.headers.get('x-ratelimit-limit-requests')).toBe(String(getPlan(c.plan)?.requestsPerMinute))
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe(
+      String(getPlan(c.plan, PLAN_CATALOG)?.requestsPerMinute),
+    )
     const body = (await res.json()) as {
       error: Record<string, unknown>
       svc_upgrade: Record<string, unknown>
@@ -220,7 +222,7 @@ describe(`chat plans: the ledger in Postgres (${stack.kind})`, () => {
       usageCreditsEnabled: true,
       creditsCents: '100',
     })
-    const pro = getPlan('pro')!
+    const pro = getPlan('pro', PLAN_CATALOG)!
     const now = Date.now()
     const entries = [1, 2].map((i) => ({
       reservationId: crypto.randomUUID(),
@@ -235,6 +237,8 @@ describe(`chat plans: the ledger in Postgres (${stack.kind})`, () => {
       completionTokens: 10,
       cachedTokens: 0,
       reasoningTokens: 0,
+      unit: 'tokens' as const,
+      quantity: 100 * i + 10,
       creditsUnits: 12_345 * i,
       estimated: false,
     }))

@@ -3,18 +3,27 @@
  * (Brave, Tavily, SearXNG: the fakes in test/fakes/search-providers.ts, scripted over HTTP);
  * test keys always get the built-in index.
  */
+import { Validator } from '@cfworker/json-schema'
 import { afterEach, describe, expect, inject, it } from 'vitest'
+import upgradeDecisionSchema from '../../shared/plans/upgrade-decision.schema.json'
+import { createWorkspace, waitForLedger } from './chat-fixtures.ts'
 
 const stack = inject('stack')
 const control = stack.fakes.search!.controlUrl as string
 
-async function search(body: unknown, key = stack.tenantA.liveKey): Promise<Response> {
+async function search(
+  body: unknown,
+  key = stack.tenantA.liveKey,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   return fetch(`${stack.baseUrl}/svc/code/v1/search`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   })
 }
+
+const requestId = () => `search-${crypto.randomUUID()}`
 
 async function fail(
   provider: 'brave' | 'tavily' | 'searxng',
@@ -145,5 +154,75 @@ describe(`web search (${stack.kind})`, () => {
       .map((line) => JSON.parse(line) as { type: string; data: Record<string, unknown> })
     const done = events.find((e) => e.type === 'tool_call.updated' && e.data.status === 'completed')
     expect(done?.data.output).toMatchObject({ provider: 'builtin' })
+  })
+})
+
+describe(`web search: metered like chat (${stack.kind})`, () => {
+  const validator = new Validator(upgradeDecisionSchema as object, '2020-12', false)
+
+  it('records a live search as one request of web_search in the ledger, with x-ratelimit headers', async () => {
+    const id = requestId()
+    const res = await search({ query: 'durable objects' }, stack.tenantA.liveKey, { 'x-request-id': id })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe('600')
+    const rows = await waitForLedger(stack.tenantA.id, (r) => r.some((row) => row.request_id === id))
+    expect(rows.find((row) => row.request_id === id)).toMatchObject({
+      mode: 'live',
+      endpoint: 'code.search',
+      model: 'web_search',
+      provider: 'brave',
+      unit: 'requests',
+      quantity: 1,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      credits_cents: '0.0000',
+      estimated: false,
+    })
+  })
+
+  it("refuses once the plan's monthly searches are used: 429 tier_allowance_exhausted, no provider called", async () => {
+    const workspace = await createWorkspace('pro', { toolUse: { web_search: 1_000 } })
+    const res = await search({ query: 'x' }, workspace.liveKey)
+    expect(res.status).toBe(429)
+    expect(res.headers.get('x-should-retry')).toBe('false')
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe('120')
+    const body = await res.json()
+    expect(validator.validate(body).errors).toEqual([])
+    expect(body).toMatchObject({
+      error: { code: 'tier_allowance_exhausted', type: 'insufficient_quota' },
+      svc_upgrade: {
+        current_plan: 'pro',
+        required_plan: 'team',
+        requested_feature: 'web_search',
+        binding_limit: { kind: 'requests', unit: 'requests', used: 1_000, limit: 1_000, remaining: 0 },
+      },
+    })
+    expect(await providerRequests()).toEqual([])
+  })
+
+  it('with usage credits on, bills a search beyond the allowance at its list price ($0.005)', async () => {
+    const workspace = await createWorkspace('pro', {
+      toolUse: { web_search: 1_000 },
+      usageCreditsEnabled: true,
+      creditsCents: '100',
+    })
+    const res = await search({ query: 'x' }, workspace.liveKey)
+    expect(res.status).toBe(200)
+    const rows = await waitForLedger(workspace.tenantId, (r) => r.length === 1)
+    expect(rows[0]).toMatchObject({ model: 'web_search', quantity: 1, credits_cents: '0.5000' })
+  })
+
+  it('test keys: recorded as test usage with zero credits, and rate limited with everything else', async () => {
+    const workspace = await createWorkspace('pro')
+    const res = await search({ query: 'cursor' }, workspace.testKey)
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('119')
+    const rows = await waitForLedger(workspace.tenantId, (r) => r.length === 1)
+    expect(rows[0]).toMatchObject({
+      mode: 'test',
+      model: 'web_search',
+      provider: 'builtin',
+      credits_cents: '0.0000',
+    })
   })
 })

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, inject, it } from 'vitest'
 import { ROOT } from '../../scripts/workers.ts'
+import { createWorkspace, waitForLedger } from './chat-fixtures.ts'
 
 const stack = inject('stack')
 const control = stack.fakes.speech!.controlUrl as string
@@ -51,6 +52,11 @@ async function transcribe(
     headers: { authorization: `Bearer ${options.key ?? stack.tenantA.liveKey}` },
     body: form,
   })
+}
+
+/** The seconds of audio the speech fake reports with its transcripts (null: it reports none). */
+async function reportSeconds(seconds: number | null): Promise<void> {
+  await fetch(`${control}/seconds`, { method: 'POST', body: JSON.stringify({ seconds }) })
 }
 
 interface Recorded {
@@ -202,5 +208,49 @@ describe(`transcription (${stack.kind})`, () => {
       body: wav(),
     })
     expect(res.status).toBe(415)
+  })
+})
+
+describe(`transcription: metered in seconds of audio (${stack.kind})`, () => {
+  it('records the seconds the provider reports, as one transcription in the ledger', async () => {
+    const workspace = await createWorkspace('pro')
+    await reportSeconds(7)
+    const res = await transcribe(wav(6.5), { name: 'note.wav', type: 'audio/wav', key: workspace.liveKey })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe('120')
+    const rows = await waitForLedger(workspace.tenantId, (r) => r.length === 1)
+    expect(rows[0]).toMatchObject({
+      mode: 'live',
+      endpoint: 'code.transcribe',
+      model: 'transcription',
+      provider: 'local',
+      unit: 'seconds',
+      quantity: 7,
+      credits_cents: '0.0000',
+      estimated: false,
+    })
+  })
+
+  it("counts the upload's own length, marked estimated, when the provider reports none", async () => {
+    const workspace = await createWorkspace('pro')
+    await reportSeconds(null)
+    const res = await transcribe(wav(2.5), { name: 'note.wav', type: 'audio/wav', key: workspace.liveKey })
+    expect(res.status).toBe(200)
+    const rows = await waitForLedger(workspace.tenantId, (r) => r.length === 1)
+    expect(rows[0]).toMatchObject({ unit: 'seconds', quantity: 3, estimated: true })
+  })
+
+  it("refuses once the plan's monthly seconds are used, before anything is sent", async () => {
+    const workspace = await createWorkspace('pro', { toolUse: { transcription: 3_600 } })
+    const res = await transcribe(wav(), { name: 'note.wav', type: 'audio/wav', key: workspace.liveKey })
+    expect(res.status).toBe(429)
+    expect(await res.json()).toMatchObject({
+      error: { code: 'tier_allowance_exhausted' },
+      svc_upgrade: {
+        requested_feature: 'transcription',
+        binding_limit: { kind: 'seconds', unit: 'seconds', used: 3_600, limit: 3_600 },
+      },
+    })
+    expect(await received()).toEqual([])
   })
 })

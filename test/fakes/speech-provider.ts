@@ -10,6 +10,9 @@
  *
  * The transcript is `fake.transcript` when set, otherwise a deterministic sentence naming the
  * file, its size and the model, so a test can tell which file and model reached the provider.
+ * Like OpenAI's, a json answer reports the audio's length, `usage: {type: "duration", seconds}`
+ * (verbose_json: `duration`): `fake.seconds`, default 1; null answers without it, like a server
+ * that does not report it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
@@ -47,6 +50,8 @@ export interface SpeechProviderFake {
   requests: RecordedTranscription[]
   /** Fixed transcript to return; undefined for the deterministic default. */
   transcript: string | undefined
+  /** Seconds of audio reported with each transcript; null reports none. */
+  seconds: number | null
   fail(failure: SpeechFailure, times?: number): void
   reset(): void
   close(): Promise<void>
@@ -82,12 +87,15 @@ export async function startSpeechProviderFake(
   const hanging = new Set<ServerResponse>()
   let script: { failure: SpeechFailure; remaining: number } | undefined
 
-  const state = { transcript: options.transcript }
+  const state: { transcript: string | undefined; seconds: number | null } = {
+    transcript: options.transcript,
+    seconds: 1,
+  }
 
   /**
    * Control endpoints for tests in another process: POST /__control/fail {failure, times?},
    * POST /__control/reset, POST /__control/transcript {transcript: string | null},
-   * GET /__control/requests.
+   * POST /__control/seconds {seconds: number | null}, GET /__control/requests.
    */
   async function control(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const json = (status: number, body: unknown) => {
@@ -103,6 +111,7 @@ export async function startSpeechProviderFake(
       script = undefined
       requests.length = 0
       state.transcript = options.transcript
+      state.seconds = 1
       return json(200, { ok: true })
     }
     if (req.method === 'POST' && path === '/fail') {
@@ -115,6 +124,10 @@ export async function startSpeechProviderFake(
     }
     if (req.method === 'POST' && path === '/transcript') {
       state.transcript = typeof body.transcript === 'string' ? body.transcript : undefined
+      return json(200, { ok: true })
+    }
+    if (req.method === 'POST' && path === '/seconds') {
+      state.seconds = typeof body.seconds === 'number' ? body.seconds : null
       return json(200, { ok: true })
     }
     return json(404, { error: 'unknown control endpoint' })
@@ -232,7 +245,7 @@ export async function startSpeechProviderFake(
           JSON.stringify({
             task: 'transcribe',
             language: record.language ?? 'english',
-            duration: 1,
+            duration: state.seconds ?? 1,
             text,
             segments: [
               {
@@ -253,7 +266,11 @@ export async function startSpeechProviderFake(
         return
       default:
         res.writeHead(200, { 'content-type': 'application/json' })
-        res.end(JSON.stringify({ text }))
+        res.end(
+          JSON.stringify(
+            state.seconds === null ? { text } : { text, usage: { type: 'duration', seconds: state.seconds } },
+          ),
+        )
     }
   }
 
@@ -285,6 +302,12 @@ export async function startSpeechProviderFake(
     },
     set transcript(value: string | undefined) {
       state.transcript = value
+    },
+    get seconds() {
+      return state.seconds
+    },
+    set seconds(value: number | null) {
+      state.seconds = value
     },
     fail(failure, times = Number.POSITIVE_INFINITY) {
       script = { failure, remaining: times }

@@ -1,4 +1,3 @@
-import type { RateLimiterEnv } from '../../../durable-objects/rate-limiter.do'
 import type { DatabaseEnv } from '../../../shared/db/client'
 import type { RateLimiterNamespace } from '../../../shared/metering/metering-client'
 import type { ProviderEnv } from '../../../shared/providers/upstream-client'
@@ -7,8 +6,8 @@ import type { ProviderEnv } from '../../../shared/providers/upstream-client'
  * Bindings and configuration of the chat worker (functions/chat/wrangler.toml). The README's
  * configuration table is the reference; see docs/providers.md and docs/plans.md.
  */
-export interface ChatEnv extends DatabaseEnv, RateLimiterEnv {
-  /** The RateLimiter Durable Object (hosted here; other workers bind it with script_name = "svc-chat"). */
+export interface ChatEnv extends DatabaseEnv {
+  /** The RateLimiter Durable Object, hosted by svc-metering (functions/metering). */
   RATE_LIMITER: RateLimiterNamespace
   /** The provider registry (JSON, docs/providers.md). Unset: live keys get 503 provider_not_configured. */
   MODEL_PROVIDERS?: string

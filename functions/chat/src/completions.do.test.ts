@@ -3,9 +3,9 @@
  * deployment cases the end-to-end stack cannot show (no MODEL_PROVIDERS at all, an invalid one)
  * and the headers every response carries.
  */
-import { createExecutionContext, env, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test'
-import { describe, expect, it } from 'vitest'
-import type { RateLimiter } from '../../../durable-objects/rate-limiter.do'
+import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test'
+import { describe, expect, it, vi } from 'vitest'
+import type { LedgerEntry } from '../../../shared/metering'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import type { ChatEnv } from './chat.context'
 import ChatWorker from './index'
@@ -162,15 +162,46 @@ describe('chat worker: deployments without a model provider', () => {
   })
 })
 
-/** The ledger rows in the tenant's test-mode RateLimiter storage, read straight from SQLite. */
-function ledgerRows(who: Identity) {
+/** The ledger rows kept by the tenant's test-mode RateLimiter (hosted by svc-metering). */
+async function ledgerRows(who: Identity) {
   const stub = chatEnv.RATE_LIMITER.get(chatEnv.RATE_LIMITER.idFromName(`${who.tenantId}:test`))
-  return runInDurableObject(stub, (_instance: RateLimiter, state) =>
-    state.storage.sql
-      .exec('select mode, provider, prompt_tokens, completion_tokens, estimated from ledger')
-      .toArray(),
-  )
+  const rows = await (stub as unknown as { keptLedger(): Promise<LedgerEntry[]> }).keptLedger()
+  return rows.map((row) => ({
+    mode: row.mode,
+    provider: row.provider,
+    prompt_tokens: row.promptTokens,
+    completion_tokens: row.completionTokens,
+    estimated: row.estimated ? 1 : 0,
+  }))
 }
+
+describe('chat worker: the plan catalog', () => {
+  it('a plan id the catalog does not define is 503 plan_not_in_catalog, as on the agent plane', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const { res } = await call(identity('test', 'gold'), hello)
+    errors.mockRestore()
+    expect(res.status).toBe(503)
+    expect(await res.json()).toMatchObject({
+      error: { code: 'plan_not_in_catalog', type: 'service_unavailable' },
+    })
+  })
+})
+
+describe("chat worker: the model's context window", () => {
+  it("refuses a prompt beyond the model's own window even when the plan allows more", async () => {
+    // svc-cell's window is 131,072 tokens, Team's limit 256,000; this prompt is about 150,000.
+    const prompt = 'lorem '.repeat(150_000)
+    const { res } = await call(identity('test', 'team'), {
+      model: 'svc-cell',
+      messages: [{ role: 'user', content: prompt }],
+    })
+    expect(res.status).toBe(403)
+    expect(await res.json()).toMatchObject({
+      error: { code: 'context_limit_reached', param: 'messages' },
+      svc_upgrade: { required_plan: null, binding_limit: { kind: 'context', limit: 131_072 } },
+    })
+  })
+})
 
 describe('chat worker: x-ratelimit headers on refusals', () => {
   it('a 400 carries the current counters and is not counted', async () => {

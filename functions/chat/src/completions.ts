@@ -25,10 +25,10 @@ import type { ModelAlias } from '../../../shared/catalog/model-aliases'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import { type MeterGrant, openMeter } from '../../../shared/metering/metering-client'
 import { checkChatEntitlements } from '../../../shared/plans/entitlements'
-import { getPlan, type Plan, type PlanCatalog, planCatalogFromEnv } from '../../../shared/plans/plan-catalog'
+import { resolvePlan } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError, type UpgradeDecision } from '../../../shared/plans/upgrade-decision'
+import type { StreamOutcome } from '../../../shared/providers/chat-chunks'
 import { type ChatMode, createChatCompletion } from '../../../shared/providers/chat-completions'
-import type { StreamOutcome } from '../../../shared/providers/chat-stream'
 import {
   type ChatCompletion,
   type NormalizedUsage,
@@ -41,7 +41,7 @@ import {
 } from '../../../shared/providers/provider-config'
 import { countPromptTokens } from '../../../shared/providers/tokenizer'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { type Identity, isTestMode, type RequestContext } from '../../../shared/worker/request-context'
+import { isTestMode, type RequestContext } from '../../../shared/worker/request-context'
 import { type ChatEnv, providerEnv } from './chat.context'
 import {
   ChatCompletionRequestSchema,
@@ -87,19 +87,6 @@ function checkpointStream(send: (usage: NormalizedUsage) => Promise<void>, progr
     if (timer !== null) clearTimeout(timer)
     timer = null
   }
-}
-
-function planOf(identity: Identity, catalog: PlanCatalog): Plan {
-  const plan = getPlan(identity.planId, catalog)
-  if (!plan) {
-    throw new AppError(
-      500,
-      'plan_not_in_catalog',
-      `Your workspace is on plan "${identity.planId}", which this deployment's plan catalog does not define. Contact support with the x-request-id of this response.`,
-      { internalMessage: `plan ${identity.planId} missing from PLAN_CATALOG` },
-    )
-  }
-  return plan
 }
 
 /** Live keys need a configured upstream for the alias; checked before anything is reserved. */
@@ -181,8 +168,7 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
   const { env, executionCtx } = call
   if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
   const request = parseChatCompletionRequest(call.body)
-  const catalog = planCatalogFromEnv(env)
-  const plan = planOf(identity, catalog)
+  const { plan, catalog } = resolvePlan(env, identity.planId)
   const mode: ChatMode = isTestMode(identity) ? 'test' : 'live'
 
   const promptTokens = countPromptTokens(request.messages, request.tools)
@@ -200,12 +186,15 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
   if (decision) throw actionRequiredError(decision, { param: paramFor(decision), catalog })
   const registry = mode === 'live' ? liveRegistry(env, request.model) : null
 
-  const meter = openMeter(env.RATE_LIMITER, identity, 'chat.completions', { catalog })
-  const grant: MeterGrant = await meter.acquire({
-    requestId,
-    model: request.model,
-    estimatedTokens: promptTokens + (maxOutput ?? DEFAULT_OUTPUT_TOKEN_ESTIMATE) * (request.n ?? 1),
-  })
+  const meter = openMeter(env.RATE_LIMITER, identity, 'chat.completions')
+  const grant: MeterGrant = await meter.acquire(
+    {
+      requestId,
+      model: request.model,
+      estimatedTokens: promptTokens + (maxOutput ?? DEFAULT_OUTPUT_TOKEN_ESTIMATE) * (request.n ?? 1),
+    },
+    catalog,
+  )
 
   // The usage of a stream is recorded once, by whichever comes first: the relay about to send
   // the last event, or the stream ending otherwise (the client went away).

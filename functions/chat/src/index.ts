@@ -9,8 +9,6 @@ import { chatApp } from './chat.app'
 import type { ChatEnv } from './chat.context'
 import { CHAT_COMPLETIONS_PATH, completeChat, SSE_HEADERS } from './completions'
 
-export { RateLimiter } from '../../../durable-objects/rate-limiter.do'
-
 const RATE_LIMIT_HEADER = 'x-ratelimit-limit-requests'
 
 export default class ChatWorker extends FamilyEntrypoint<ChatEnv> {

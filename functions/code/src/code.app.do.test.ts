@@ -4,14 +4,17 @@
  * refusals that depend on the caller's plan or on the deployment's configuration.
  */
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import {
   codeEnv,
   identityFor,
   installLimiter,
+  limiter,
   mutableEnv,
+  TEST_SNAPSHOT,
   uninstallLimiter,
-} from '../../../durable-objects/agent-run.do-fixtures'
+} from '../../../durable-objects/agent-run/agent-run.do-fixtures'
+import { PLAN_CATALOG_CONFIG } from '../../../shared/plans/plan-catalog'
 import type { Identity } from '../../../shared/worker/request-context'
 import { bindRequestContext } from '../../../shared/worker/request-context'
 import { codeApp } from './code.app'
@@ -24,8 +27,17 @@ beforeEach(() => {
 
 afterEach(() => {
   mutableEnv.AGENT_RUN = realRuns
+  delete mutableEnv.PLAN_CATALOG
   uninstallLimiter()
 })
+
+/** The built-in catalog with one plan changed, as a deployment would set PLAN_CATALOG. */
+function catalogWith(planId: string, change: Record<string, unknown>): string {
+  return JSON.stringify({
+    ...PLAN_CATALOG_CONFIG,
+    plans: PLAN_CATALOG_CONFIG.plans.map((p) => (p.id === planId ? { ...p, ...change } : p)),
+  })
+}
 
 async function call(
   method: string,
@@ -94,6 +106,45 @@ describe('entitlements (403 with the action-required body)', () => {
   })
 })
 
+describe("the deployment's plan catalog (PLAN_CATALOG)", () => {
+  it('decides agent turns, web search and transcription as it decides chat', async () => {
+    mutableEnv.PLAN_CATALOG = catalogWith('team', { features: ['mcp'] })
+    const res = await call('POST', '/svc/code/v1/turns', identityFor('test', 'team'), turn())
+    expect(res.status).toBe(403)
+    expect(await res.json()).toMatchObject({
+      svc_upgrade: { reason: 'feature_required', requested_feature: 'agent_runs', current_plan: 'team' },
+    })
+    const search = await call('POST', '/svc/code/v1/search', identityFor('test', 'team'), { query: 'x' })
+    expect(search.status).toBe(403)
+    expect(await search.json()).toMatchObject({ svc_upgrade: { requested_feature: 'web_search' } })
+  })
+
+  it('an invalid PLAN_CATALOG is the same 503 plan_catalog_invalid on every agent route', async () => {
+    mutableEnv.PLAN_CATALOG = '{"version":"yesterday"}'
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const form = new FormData()
+    form.append('file', new Blob([new Uint8Array([0x66, 0x4c, 0x61, 0x43])]), 'a.flac')
+    const answers = [
+      await call('POST', '/svc/code/v1/turns', identityFor('test'), turn()),
+      await call('POST', '/svc/code/v1/search', identityFor('test'), { query: 'x' }),
+      await call('POST', '/svc/code/v1/transcribe', identityFor('test'), form),
+    ]
+    errors.mockRestore()
+    for (const res of answers) {
+      expect(res.status).toBe(503)
+      expect(await res.json()).toMatchObject({ error: { code: 'plan_catalog_invalid' } })
+    }
+  })
+
+  it('a plan id the catalog does not define is 503 plan_not_in_catalog, as on chat', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const res = await call('POST', '/svc/code/v1/turns', identityFor('test', 'gold'), turn())
+    errors.mockRestore()
+    expect(res.status).toBe(503)
+    expect(await res.json()).toMatchObject({ error: { code: 'plan_not_in_catalog' } })
+  })
+})
+
 describe('scopes', () => {
   it('refuses a credential restricted to other scopes (403 insufficient_scope), allows agents:write', async () => {
     const restricted = { ...identityFor('test'), scopes: ['chat:write'] }
@@ -152,6 +203,82 @@ describe('configuration and availability (503)', () => {
     const search = await call('POST', '/svc/code/v1/search', identityFor('live'), { query: 'x' })
     expect(search.status).toBe(503)
     expect(await search.json()).toMatchObject({ error: { code: 'search_unavailable' } })
+  })
+})
+
+/** A real FLAC header (STREAMINFO: 16 kHz mono, 48,000 samples = 3 s), as a client uploads it. */
+function flac(): FormData {
+  const bytes = new Uint8Array(42)
+  bytes.set([0x66, 0x4c, 0x61, 0x43, 0x80, 0x00, 0x00, 0x22], 0)
+  // STREAMINFO: block sizes, frame sizes (zeros), then sample rate 16000, 1 channel, 16 bits, 48000 samples.
+  bytes.set([0x10, 0x00, 0x10, 0x00], 8)
+  bytes.set([0x03, 0xe8, 0x00, 0xf0, 0x00, 0x00, 0xbb, 0x80], 18)
+  const form = new FormData()
+  form.append('file', new Blob([bytes], { type: 'audio/flac' }), 'note.flac')
+  return form
+}
+
+describe('metering of web search and transcription', () => {
+  it('admits a search at the RateLimiter and records it as one request of web_search before answering', async () => {
+    const res = await call('POST', '/svc/code/v1/search', identityFor('test'), { query: 'durable objects' })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-ratelimit-limit-requests')).toBe(String(TEST_SNAPSHOT.limitRequests))
+    expect(limiter.acquired).toEqual([{ model: 'web_search', estimatedTokens: 0, estimatedQuantity: 1 }])
+    expect(limiter.settled).toEqual([
+      expect.objectContaining({
+        model: 'web_search',
+        endpoint: 'code.search',
+        requestId: 'req_test',
+        provider: 'builtin',
+        usage: expect.objectContaining({ promptTokens: 0, completionTokens: 0, quantity: 1 }),
+      }),
+    ])
+  })
+
+  it('answers a refused search with the action-required body and runs no search', async () => {
+    limiter.refuse = {
+      kind: 'refused',
+      snapshot: { ...TEST_SNAPSHOT, remainingRequests: 0 },
+      decision: {
+        schema_version: '2026-07-31',
+        reason: 'tier_allowance_exhausted',
+        current_plan: 'team',
+        required_plan: null,
+        requested_feature: 'web_search',
+        binding_limit: { kind: 'requests', unit: 'requests', used: 5_000, limit: 5_000, remaining: 0 },
+        actions: [{ kind: 'retry_later', label: 'Retry later', available: false, url: null }],
+      },
+    }
+    const res = await call('POST', '/svc/code/v1/search', identityFor('test'), { query: 'x' })
+    expect(res.status).toBe(429)
+    expect(res.headers.get('x-should-retry')).toBe('false')
+    expect(res.headers.get('x-ratelimit-remaining-requests')).toBe('0')
+    expect(await res.json()).toMatchObject({
+      error: { code: 'tier_allowance_exhausted', type: 'insufficient_quota' },
+      svc_upgrade: { reason: 'tier_allowance_exhausted', binding_limit: { unit: 'requests' } },
+    })
+    expect(limiter.settled).toEqual([])
+  })
+
+  it('meters a transcription in seconds of audio: the upload estimated, then the transcriber figure', async () => {
+    const res = await call('POST', '/svc/code/v1/transcribe', identityFor('test'), flac())
+    expect(res.status).toBe(200)
+    expect(res.headers.get('x-ratelimit-limit-requests')).not.toBeNull()
+    expect(limiter.acquired).toEqual([{ model: 'transcription', estimatedTokens: 0, estimatedQuantity: 3 }])
+    expect(limiter.settled).toEqual([
+      expect.objectContaining({
+        model: 'transcription',
+        endpoint: 'code.transcribe',
+        provider: 'test-mode',
+        usage: expect.objectContaining({ quantity: 3 }),
+      }),
+    ])
+  })
+
+  it('checks a provider is configured before metering anything (503, nothing admitted)', async () => {
+    const res = await call('POST', '/svc/code/v1/search', identityFor('live'), { query: 'x' })
+    expect(res.status).toBe(503)
+    expect(limiter.acquired).toEqual([])
   })
 })
 

@@ -1,29 +1,17 @@
 /**
  * The code worker's env (bindings and variables). The AgentRun Durable Object runs in this worker
- * and sees the same env. Every variable is listed in README's configuration table.
+ * and sees the same env, so it extends the object's own (AgentRunEnv). Every variable is listed in
+ * README's configuration table.
  */
 
-import type { AgentRun } from '../../../durable-objects/agent-run.do'
-import type { SpeechEnv } from '../../../shared/audio/transcription-providers'
+import type { AgentRunEnv } from '../../../durable-objects/agent-run/agent-run.context'
+import type { AgentRun } from '../../../durable-objects/agent-run/agent-run.do'
 import type { DatabaseEnv } from '../../../shared/db/client'
-import type { RateLimiterNamespace } from '../../../shared/metering'
-import type { SearchEnv } from '../../../shared/search/search-chain'
-import type { AgentSettingsEnv } from './agent-settings'
+import type { SpeechEnv } from './audio/transcription-providers'
 
-export interface CodeBindings {
-  /** One AgentRun per (account, run_id); see durable-objects/agent-run.do.ts. */
-  AGENT_RUN: DurableObjectNamespace<AgentRun>
-  /** The RateLimiter objects hosted by svc-chat: turn admission and metering. */
-  RATE_LIMITER: RateLimiterNamespace
-  /** Model providers (docs/providers.md); unset: live-key turns answer 503. */
-  MODEL_PROVIDERS?: string
-}
-
-export type CodeEnv = CodeBindings &
-  SearchEnv &
+export type CodeEnv = AgentRunEnv &
   SpeechEnv &
-  AgentSettingsEnv &
   Partial<DatabaseEnv> & {
-    /** Secrets named by MODEL_PROVIDERS (`apiKeySecret`) and other bindings it names. */
-    readonly [name: string]: unknown
+    /** One AgentRun per (account, run_id); see durable-objects/agent-run/agent-run.do.ts. */
+    readonly AGENT_RUN: DurableObjectNamespace<AgentRun>
   }

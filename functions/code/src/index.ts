@@ -2,7 +2,7 @@ import { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
 import { codeApp } from './code.app'
 import type { CodeEnv } from './code.context'
 
-export { AgentRun } from '../../../durable-objects/agent-run.do'
+export { AgentRun } from '../../../durable-objects/agent-run/agent-run.do'
 
 export default class CodeWorker extends FamilyEntrypoint<CodeEnv> {
   protected readonly app = codeApp

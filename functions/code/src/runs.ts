@@ -4,11 +4,11 @@
  * 409 when the run is already completed, failed or cancelled).
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import type { RunReply } from '../../../durable-objects/agent-run.do'
+import type { RunReply } from '../../../durable-objects/agent-run/agent-run.do'
+import { RunIdParamSchema, RunStatusSchema } from '../../../durable-objects/agent-run/run-status.schemas'
 import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { CodeEnv } from './code.context'
-import { RunIdParamSchema, RunStatusSchema } from './runs.schemas'
 import { callerOf, ownerOf, runObject, runStoreUnavailable } from './turns'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

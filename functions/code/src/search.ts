@@ -1,17 +1,20 @@
 /**
  * POST /svc/code/v1/search: one web search through the configured provider chain (Brave, Tavily,
- * SearXNG, in SEARCH_PROVIDERS order); test keys always get the built-in index. 400 bad input,
- * 403 when the plan has no web search, 502 every provider failed (each named with how), 503 none
- * configured. The agent loop's `web_search` tool calls run the same code.
+ * SearXNG, in SEARCH_PROVIDERS order); test keys always get the built-in index. 403 when the
+ * plan has no web search, 400 bad input, 503 none configured, then the tenant's RateLimiter
+ * admits it (402/429 action-required, x-ratelimit-* headers), 502 every provider failed (each
+ * named with how). The search is recorded as one request of `web_search` before the answer
+ * leaves. The agent loop's `web_search` tool calls run the same code (meteredWebSearch).
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import { actionRequiredError, checkFeatureAccess } from '../../../shared/plans'
-import { parseWebSearchRequest, WebSearchResponseSchema } from '../../../shared/search/search.schemas'
-import { runWebSearch, searchChainFromEnv } from '../../../shared/search/search-chain'
+import { meteredWebSearch } from '../../../durable-objects/agent-run/web-search/metered-search'
+import {
+  parseWebSearchRequest,
+  WebSearchResponseSchema,
+} from '../../../durable-objects/agent-run/web-search/search.schemas'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { isTestMode } from '../../../shared/worker/request-context'
 import type { CodeEnv } from './code.context'
-import { callerOf, planOf } from './turns'
+import { callerOf, requireFeature } from './turns'
 
 const SearchBody = z.object({
   query: z.string().openapi({ description: 'What to search for (1-400 characters after trimming)' }),
@@ -33,11 +36,13 @@ export function searchRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   )
   app.post('/svc/code/v1/search', async (c) => {
     const identity = callerOf(c)
-    const denied = checkFeatureAccess(planOf(identity), 'web_search')
-    if (denied) throw actionRequiredError(denied)
+    requireFeature(c.env, identity, 'web_search')
     const request = parseWebSearchRequest(await c.req.json())
-    const chain = searchChainFromEnv(c.env, { testMode: isTestMode(identity) })
-    const result = await runWebSearch(request, chain, { signal: c.req.raw.signal })
-    return c.json(result, 200)
+    const { result, headers } = await meteredWebSearch(c.env, identity, request, {
+      requestId: c.get('request').requestId,
+      endpoint: 'code.search',
+      signal: c.req.raw.signal,
+    })
+    return c.json(result, 200, headers)
   })
 }

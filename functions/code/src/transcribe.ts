@@ -1,18 +1,28 @@
 /**
- * POST /svc/code/v1/transcribe: multipart `file` (+ `language`, `prompt`). The audio is checked
- * (after the plan check: 403 without the transcription feature) before it goes anywhere (shared/audio/audio-upload.ts: size, container sniffed from the bytes,
- * name and content type must agree with it) -> 400 saying what is wrong; then the configured
- * speech-to-text providers are tried in order (OpenAI-compatible, Workers AI): 503 when none is
- * configured, 502 when every one failed. Test keys get the built-in test-mode transcriber.
+ * POST /svc/code/v1/transcribe: multipart `file` (+ `language`, `prompt`). The plan first (403
+ * without the transcription feature: no point reading 25 MiB for a caller who cannot use the
+ * result), then the audio is checked before it goes anywhere (audio/audio-upload.ts: size,
+ * container sniffed from the bytes, name and content type must agree with it) -> 400 saying what
+ * is wrong; 503 when no speech-to-text provider is configured; then the tenant's RateLimiter
+ * admits it (402/429 action-required, x-ratelimit-* headers), reserving the seconds of audio the
+ * upload holds (audio/audio-duration.ts); the providers are tried in order (OpenAI-compatible,
+ * Workers AI; 502 when every one failed, nothing recorded); and the seconds transcribed (the
+ * provider's figure, else the estimate) are recorded before the answer leaves. Test keys get the
+ * built-in test-mode transcriber, rate limited and recorded, never billed.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import { readTranscriptionRequest } from '../../../shared/audio/audio-upload'
-import { transcribeAudio, transcriptionChainFromEnv } from '../../../shared/audio/transcription-providers'
-import { actionRequiredError, checkFeatureAccess } from '../../../shared/plans'
+import { meterToolCall, openMeter } from '../../../shared/metering'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { isTestMode } from '../../../shared/worker/request-context'
+import { estimateAudioSeconds } from './audio/audio-duration'
+import { readTranscriptionRequest } from './audio/audio-upload'
+import {
+  requireSpeechProviders,
+  transcribeAudio,
+  transcriptionChainFromEnv,
+} from './audio/transcription-providers'
 import type { CodeEnv } from './code.context'
-import { callerOf, planOf } from './turns'
+import { callerOf, requireFeature } from './turns'
 
 const TranscriptionForm = z.object({
   file: z.string().openapi({
@@ -51,22 +61,35 @@ export function transcribeRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   )
   app.post('/svc/code/v1/transcribe', async (c) => {
     const identity = callerOf(c)
-    // The plan first: no point reading 25 MiB for a caller who cannot use the result.
-    const denied = checkFeatureAccess(planOf(identity), 'transcription')
-    if (denied) throw actionRequiredError(denied)
+    const { catalog } = requireFeature(c.env, identity, 'transcription')
     const upload = await readTranscriptionRequest(c.req.raw)
     const chain = transcriptionChainFromEnv(c.env, { testMode: isTestMode(identity) })
-    const result = await transcribeAudio(
-      {
-        bytes: upload.audio.bytes,
-        filename: upload.audio.filename,
-        mime: upload.audio.mime,
-        ...(upload.language ? { language: upload.language } : {}),
-        ...(upload.prompt ? { prompt: upload.prompt } : {}),
+    requireSpeechProviders(chain)
+    const estimate = estimateAudioSeconds(upload.audio)
+    const { result, headers } = await meterToolCall(
+      openMeter(c.env.RATE_LIMITER, identity, 'code.transcribe'),
+      catalog,
+      { requestId: c.get('request').requestId, tool: 'transcription', estimatedQuantity: estimate },
+      async () => {
+        const { transcript, seconds } = await transcribeAudio(
+          {
+            bytes: upload.audio.bytes,
+            filename: upload.audio.filename,
+            mime: upload.audio.mime,
+            ...(upload.language ? { language: upload.language } : {}),
+            ...(upload.prompt ? { prompt: upload.prompt } : {}),
+          },
+          chain,
+          { signal: c.req.raw.signal },
+        )
+        return {
+          result: transcript,
+          quantity: seconds === null ? estimate : Math.max(1, Math.ceil(seconds)),
+          estimated: seconds === null,
+          provider: transcript.provider,
+        }
       },
-      chain,
-      { signal: c.req.raw.signal },
     )
-    return c.json(result, 200)
+    return c.json(result, 200, headers)
   })
 }

@@ -6,28 +6,29 @@
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
-import type { AgentRun, RunOwner } from '../../../durable-objects/agent-run.do'
-import { supportsThinking } from '../../../shared/catalog/model-catalog'
-import { AppError } from '../../../shared/http/errors'
-import {
-  actionRequiredError,
-  checkFeatureAccess,
-  checkModelAccess,
-  getPlan,
-  type Plan,
-} from '../../../shared/plans'
-import { providerRegistryFromEnv } from '../../../shared/providers'
-import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { type Identity, isTestMode, principalId } from '../../../shared/worker/request-context'
-import type { CodeEnv } from './code.context'
+import type { AgentRun, RunOwner } from '../../../durable-objects/agent-run/agent-run.do'
 import {
   assertThinkingSupported,
   parseTurnRequest,
   type TurnRequest,
   TurnRequestSchema,
   turnBodyHash,
-} from './turn.schemas'
-import { turnPlanOf } from './turn-plan'
+} from '../../../durable-objects/agent-run/turn.schemas'
+import { turnSettingsOf } from '../../../durable-objects/agent-run/turn-settings'
+import { supportsThinking } from '../../../shared/catalog/model-catalog'
+import { AppError } from '../../../shared/http/errors'
+import {
+  actionRequiredError,
+  checkFeatureAccess,
+  checkModelAccess,
+  type PlanFeature,
+  type ResolvedPlan,
+  resolvePlan,
+} from '../../../shared/plans'
+import { providerRegistryFromEnv } from '../../../shared/providers'
+import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { type Identity, isTestMode, principalId } from '../../../shared/worker/request-context'
+import type { CodeEnv } from './code.context'
 
 /** The object of a run: named by its owner and id, so runs of two accounts never share one. */
 export function runObject(env: CodeEnv, owner: RunOwner, runId: string): DurableObjectStub<AgentRun> {
@@ -71,27 +72,32 @@ export function runStoreUnavailable(err: unknown): AppError {
   )
 }
 
-export function planOf(identity: Identity): Plan {
-  const plan = getPlan(identity.planId)
-  if (!plan) {
-    throw new AppError(503, 'plan_unknown', 'Your workspace plan could not be resolved; contact support.', {
-      internalMessage: `tenant ${identity.tenantId} has plan id ${identity.planId}, which is not in the plan catalog`,
-    })
+/** 403s from the plan: agent runs, the model, thinking. */
+function checkEntitlements({ plan, catalog }: ResolvedPlan, request: TurnRequest): void {
+  const agentRuns = checkFeatureAccess(plan, 'agent_runs', { catalog })
+  if (agentRuns) throw actionRequiredError(agentRuns, { catalog })
+  const model = checkModelAccess(plan, request.model, { catalog })
+  if (model) throw actionRequiredError(model, { param: 'model', catalog })
+  if (request.enable_thinking) {
+    const thinking = checkFeatureAccess(plan, 'thinking', { catalog })
+    if (thinking) {
+      throw actionRequiredError(
+        { ...thinking, requested_model: request.model },
+        { param: 'enable_thinking', catalog },
+      )
+    }
   }
-  return plan
 }
 
-/** 403s from the plan: agent runs, the model, thinking. */
-function checkEntitlements(plan: Plan, request: TurnRequest): void {
-  const agentRuns = checkFeatureAccess(plan, 'agent_runs')
-  if (agentRuns) throw actionRequiredError(agentRuns)
-  const model = checkModelAccess(plan, request.model)
-  if (model) throw actionRequiredError(model, { param: 'model' })
-  if (request.enable_thinking) {
-    const thinking = checkFeatureAccess(plan, 'thinking')
-    if (thinking)
-      throw actionRequiredError({ ...thinking, requested_model: request.model }, { param: 'enable_thinking' })
-  }
+/**
+ * 403 unless the caller's plan includes `feature` (web search, transcription): the action-required
+ * body, decided with the deployment's catalog.
+ */
+export function requireFeature(env: CodeEnv, identity: Identity, feature: PlanFeature): ResolvedPlan {
+  const resolved = resolvePlan(env, identity.planId)
+  const denied = checkFeatureAccess(resolved.plan, feature, { catalog: resolved.catalog })
+  if (denied) throw actionRequiredError(denied, { catalog: resolved.catalog })
+  return resolved
 }
 
 /** 503 when a live turn has no model provider for its model (test keys use the built-in model). */
@@ -129,17 +135,17 @@ export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
     const { requestId } = c.get('request')
     const request = parseTurnRequest(await c.req.json())
     assertThinkingSupported(request.model, request.enable_thinking, supportsThinking)
-    const plan = planOf(identity)
-    checkEntitlements(plan, request)
+    const billing = resolvePlan(c.env, identity.planId)
+    checkEntitlements(billing, request)
     const testMode = isTestMode(identity)
     checkRuntime(c.env, request, testMode)
 
     const runId = request.run_id ?? crypto.randomUUID()
     const owner = ownerOf(identity)
-    const turnPlan = turnPlanOf(request, {
+    const settings = turnSettingsOf(request, {
       testMode,
-      planId: plan.id,
-      webSearch: plan.features.includes('web_search'),
+      billingPlanId: billing.plan.id,
+      webSearch: billing.plan.features.includes('web_search'),
       requestId,
     })
     const bodyHash = await turnBodyHash(request, runId)
@@ -151,7 +157,7 @@ export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
         runId,
         request,
         bodyHash,
-        plan: turnPlan,
+        settings,
       })
     } catch (err) {
       throw runStoreUnavailable(err)

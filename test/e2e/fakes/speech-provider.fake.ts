@@ -2,7 +2,7 @@
  * An OpenAI-compatible /audio/transcriptions server for the e2e stack
  * (test/fakes/speech-provider.ts), configured as the `local` speech-to-text provider with an API
  * key. Tests script it through `inject('stack').fakes.speech.controlUrl` (`/fail`, `/reset`,
- * `/transcript`, `/requests`).
+ * `/transcript`, `/seconds`, `/requests`).
  */
 
 import { startSpeechProviderFake } from '../../fakes/speech-provider.ts'

@@ -1,0 +1,466 @@
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
+import { describe, expect, it } from 'vitest'
+import type {
+  AcquireInput,
+  BalanceRow,
+  LedgerEntry,
+  MeteringMode,
+  SettleInput,
+  StoredBalance,
+} from '../../shared/metering/metering.schemas'
+import { CREDIT_UNITS_PER_CENT } from '../../shared/metering/pricing'
+import { billingPeriodAt } from './billing-period'
+import type { MeteringStore } from './metering-store'
+import { ORPHAN_AFTER_MS, type RateLimiter } from './rate-limiter.do'
+
+// These tests run inside the hosting worker: the namespace of the class itself.
+const RATE_LIMITER = (env as unknown as { RATE_LIMITER: DurableObjectNamespace<RateLimiter> }).RATE_LIMITER
+const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
+
+/**
+ * Postgres as the object sees it, in memory, with the same rules as metering-store.ts: a ledger
+ * row is inserted once per (tenant, request id) and only inserted rows change the balance.
+ */
+class MemoryStore implements MeteringStore {
+  readonly ledger = new Map<string, LedgerEntry>()
+  balance: BalanceRow = {
+    periodStart: billingPeriodAt(NOW).start,
+    tokensUsed: 0,
+    creditsUnits: 0,
+    overageUnits: 0,
+    usageCreditsEnabled: false,
+    spendCapCents: null,
+  }
+  failures = 0
+  calls = { load: 0, read: 0, flush: 0 }
+
+  private check(): void {
+    if (this.failures > 0) {
+      this.failures -= 1
+      throw new Error('connection refused')
+    }
+  }
+
+  async loadBalance(): Promise<StoredBalance> {
+    this.calls.load += 1
+    this.check()
+    const resourceUse: Record<string, number> = {}
+    for (const e of this.ledger.values())
+      if (e.mode === 'live') resourceUse[e.model] = (resourceUse[e.model] ?? 0) + e.quantity
+    return { ...this.balance, resourceUse }
+  }
+
+  async readBalance(): Promise<BalanceRow> {
+    this.calls.read += 1
+    this.check()
+    return { ...this.balance }
+  }
+
+  async flushLedger(
+    _tenant: string,
+    mode: MeteringMode,
+    entries: readonly LedgerEntry[],
+  ): Promise<BalanceRow | null> {
+    this.calls.flush += 1
+    this.check()
+    for (const e of entries) {
+      if (this.ledger.has(e.reservationId)) continue
+      this.ledger.set(e.reservationId, e)
+      if (mode === 'live') {
+        this.balance = {
+          ...this.balance,
+          tokensUsed: this.balance.tokensUsed + e.promptTokens + e.completionTokens,
+          overageUnits: this.balance.overageUnits + e.creditsUnits,
+          creditsUnits: this.balance.creditsUnits - e.creditsUnits,
+        }
+      }
+    }
+    return mode === 'live' ? { ...this.balance } : null
+  }
+}
+
+interface Harness {
+  stub: DurableObjectStub<RateLimiter>
+  tenantId: string
+  mode: MeteringMode
+  store: MemoryStore
+  time: { now: number }
+  acquire(reservationId: string, extra?: Partial<AcquireInput>): ReturnType<RateLimiter['acquire']>
+  settleInput(reservationId: string, prompt: number, completion: number): SettleInput
+  install(): Promise<void>
+}
+
+async function harness(mode: MeteringMode, planId = 'free', store = new MemoryStore()): Promise<Harness> {
+  const tenantId = crypto.randomUUID()
+  const stub = RATE_LIMITER.get(RATE_LIMITER.idFromName(`${tenantId}:${mode}`))
+  const time = { now: NOW }
+  const scope = { tenantId, mode, planId }
+  const h: Harness = {
+    stub,
+    tenantId,
+    mode,
+    store,
+    time,
+    acquire: (reservationId, extra = {}) =>
+      stub.acquire({ ...scope, reservationId, model: 'svc-cell', estimatedTokens: 100, ...extra }),
+    settleInput: (reservationId, prompt, completion) => ({
+      ...scope,
+      reservationId,
+      requestId: `req_${reservationId}`,
+      model: 'svc-cell',
+      endpoint: 'chat.completions',
+      principal: 'key:test',
+      provider: 'fake',
+      usage: { promptTokens: prompt, completionTokens: completion, cachedTokens: 0, reasoningTokens: 0 },
+      estimated: false,
+    }),
+    // A fresh instance (first use, or after eviction) gets the in-memory store and the test clock.
+    install: () =>
+      runInDurableObject(stub, (instance: RateLimiter) => {
+        instance.store = store
+        instance.clock = () => time.now
+      }),
+  }
+  await h.install()
+  return h
+}
+
+const pending = (h: Harness) => runInDurableObject(h.stub, (instance: RateLimiter) => instance.pendingCount())
+
+describe('RateLimiter: exact under concurrency', () => {
+  it('30 parallel acquires against 20 requests/min: exactly 20 are admitted (test mode)', async () => {
+    const h = await harness('test')
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => h.acquire(`r${i}`)))
+    expect(results.filter((r) => r.kind === 'granted')).toHaveLength(20)
+    const refused = results.filter((r) => r.kind === 'refused')
+    expect(refused).toHaveLength(10)
+    for (const r of refused) if (r.kind === 'refused') expect(r.decision.reason).toBe('rate_limited')
+  })
+
+  it('parallel acquires against the last of the monthly allowance: no overshoot beyond one request (live)', async () => {
+    const store = new MemoryStore()
+    store.balance = { ...store.balance, tokensUsed: 199_000 }
+    const h = await harness('live', 'free', store)
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => h.acquire(`r${i}`, { estimatedTokens: 300 })),
+    )
+    // 199,000 + 3 × 300 = 199,900 < 200,000 admits a fourth (crossing); the rest are refused.
+    expect(results.filter((r) => r.kind === 'granted')).toHaveLength(4)
+    const reasons = results.flatMap((r) => (r.kind === 'refused' ? [r.decision.reason] : []))
+    expect(new Set(reasons)).toEqual(new Set(['token_allowance_exhausted']))
+    expect(store.calls.load).toBe(1)
+  })
+})
+
+describe('RateLimiter: ledger and flush', () => {
+  it('settles once per request id, keeps the row until the alarm flushes it to the store', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    expect(await h.stub.settle(h.settleInput('a', 40, 10))).toEqual({ recorded: true, creditsUnits: 0 })
+    expect(await h.stub.settle(h.settleInput('a', 40, 10))).toEqual({ recorded: false, creditsUnits: 0 })
+    expect(await pending(h)).toBe(1)
+    expect(h.store.ledger.size).toBe(0)
+
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect(await pending(h)).toBe(0)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({
+        reservationId: 'a',
+        requestId: 'req_a',
+        mode: 'live',
+        promptTokens: 40,
+        completionTokens: 10,
+      }),
+    ])
+    expect(h.store.balance.tokensUsed).toBe(50)
+  })
+
+  it('a settle resent after the object stopped remembering its reservation writes no second row', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(1)
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect(await pending(h)).toBe(0)
+    // Past the two minutes the object remembers settled reservations in memory, within the ten
+    // its stored rows are kept: the row's unique reservation id refuses the duplicate.
+    h.time.now += 3 * 60_000
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(0)
+    expect(h.store.ledger.size).toBe(1)
+  })
+
+  it('a late resend storage ignored leaves no request id behind: a later request reusing it is not renamed', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(1)
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    h.time.now += 3 * 60_000
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    expect(await pending(h)).toBe(0)
+    await runDurableObjectAlarm(h.stub)
+    // The caller's next request reuses the request id (x-request-id is the caller's choice): with
+    // no unflushed row holding it, the ledger records it under that id, as for any first use.
+    await h.acquire('b')
+    await h.stub.settle({ ...h.settleInput('b', 5, 5), requestId: 'req_a' })
+    expect(await pending(h)).toBe(1)
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect([...h.store.ledger.values()].map((e) => [e.reservationId, e.requestId])).toEqual([
+      ['a', 'req_a'],
+      ['b', 'req_a'],
+    ])
+  })
+
+  it('a failed flush keeps every row and re-arms the alarm; the retry delivers each row once', async () => {
+    const h = await harness('live', 'pro')
+    await h.stub.settleMany([h.settleInput('a', 1, 1), h.settleInput('b', 2, 2)])
+    expect(await pending(h)).toBe(2)
+    h.store.failures = 1
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect(await pending(h)).toBe(2)
+    expect(h.store.ledger.size).toBe(0)
+    // The alarm re-armed itself after the failure.
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect(await pending(h)).toBe(0)
+    expect(h.store.ledger.size).toBe(2)
+    expect(h.store.balance.tokensUsed).toBe(6)
+    expect(await runDurableObjectAlarm(h.stub)).toBe(false)
+  })
+
+  it('a request id the caller reuses is metered twice, under distinct ledger ids', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('reservation-1')
+    await h.acquire('reservation-2')
+    const first = { ...h.settleInput('reservation-1', 10, 10), requestId: 'req_same' }
+    const second = { ...h.settleInput('reservation-2', 20, 20), requestId: 'req_same' }
+    expect(await h.stub.settleMany([first, second])).toEqual([
+      { recorded: true, creditsUnits: 0 },
+      { recorded: true, creditsUnits: 0 },
+    ])
+    expect(await pending(h)).toBe(2)
+    await runDurableObjectAlarm(h.stub)
+    expect([...h.store.ledger.values()].map((e) => e.requestId)).toEqual(['req_same', 'req_same~reservat'])
+    expect(h.store.balance.tokensUsed).toBe(60)
+  })
+
+  it('a settle is in storage when it answers: nothing acknowledged waits in memory', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    expect(await h.stub.settle(h.settleInput('a', 40, 10))).toEqual({ recorded: true, creditsUnits: 0 })
+    // Read straight from SQLite, without anything that could write rows held in memory first.
+    const stored = await runInDurableObject(
+      h.stub,
+      (_: RateLimiter, state: DurableObjectState) =>
+        state.storage.sql
+          .exec<{ n: number }>(`select count(*) as n from ledger where reservation_id = 'a'`)
+          .one().n,
+    )
+    expect(stored).toBe(1)
+  })
+
+  it('test mode needs no database and records rows with zero credits', async () => {
+    const h = await harness('test', 'pro')
+    await runInDurableObject(h.stub, (instance: RateLimiter) => {
+      instance.store = null
+    })
+    await h.acquire('a')
+    expect((await h.stub.settle(h.settleInput('a', 10, 10))).recorded).toBe(true)
+    expect(await pending(h)).toBe(1)
+    const rows = await runInDurableObject(h.stub, (_instance: RateLimiter, state) =>
+      state.storage.sql.exec('select mode, credits_units from ledger').toArray(),
+    )
+    expect(rows).toEqual([{ mode: 'test', credits_units: 0 }])
+    // Flushing does need the database; once it is there the rows go out without a balance update.
+    await h.install()
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({ requestId: 'req_a', mode: 'test', creditsUnits: 0 }),
+    ])
+    expect(h.store.balance.tokensUsed).toBe(0)
+  })
+})
+
+describe('RateLimiter: checkpoints of requests still running', () => {
+  const checkpointCount = (h: Harness) =>
+    runInDurableObject(h.stub, (instance: RateLimiter) => instance.openRequestCount())
+
+  it('a request that never settles is billed as its last checkpoint once silent for a minute', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 3), estimated: true }])
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 25), estimated: true }])
+    expect(await checkpointCount(h)).toBe(1)
+    // Within the minute the alarm flushes nothing of it (the stream may still be running).
+    h.time.now += ORPHAN_AFTER_MS - 1
+    await runDurableObjectAlarm(h.stub)
+    expect(h.store.ledger.size).toBe(0)
+    expect(await checkpointCount(h)).toBe(1)
+
+    // The same alarm bills it and flushes the row.
+    h.time.now += 1
+    await runDurableObjectAlarm(h.stub)
+    expect(await checkpointCount(h)).toBe(0)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({
+        reservationId: 'a',
+        promptTokens: 40,
+        completionTokens: 25,
+        estimated: true,
+      }),
+    ])
+    expect(h.store.balance.tokensUsed).toBe(65)
+  })
+
+  it('survives a restart of the object: the checkpoint is in storage, and the orphan is billed after it', async () => {
+    const h = await harness('test', 'pro')
+    await h.acquire('a')
+    await h.stub.checkpoint([{ ...h.settleInput('a', 12, 7), estimated: true }])
+    await evictDurableObject(h.stub)
+    await h.install()
+    h.time.now += ORPHAN_AFTER_MS
+    await runDurableObjectAlarm(h.stub)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({ reservationId: 'a', promptTokens: 12, completionTokens: 7, estimated: true }),
+    ])
+  })
+
+  it('a settle replaces the checkpoint; a checkpoint arriving after the settle is ignored', async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('a')
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 3), estimated: true }])
+    await h.stub.settle(h.settleInput('a', 40, 30))
+    expect(await checkpointCount(h)).toBe(0)
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 20), estimated: true }])
+    expect(await checkpointCount(h)).toBe(0)
+    h.time.now += 2 * ORPHAN_AFTER_MS
+    await runDurableObjectAlarm(h.stub)
+    expect([...h.store.ledger.values()]).toEqual([
+      expect.objectContaining({ reservationId: 'a', completionTokens: 30, estimated: false }),
+    ])
+  })
+})
+
+describe('RateLimiter: restarts and the balance', () => {
+  it('after a restart, loads the balance plus unflushed rows and rebuilds the one-minute windows', async () => {
+    const h = await harness('live', 'free')
+    for (let i = 0; i < 20; i++) await h.acquire(`r${i}`)
+    await h.stub.settleMany(Array.from({ length: 20 }, (_, i) => h.settleInput(`r${i}`, 500, 500)))
+    // Settled rows reach storage in batches (within 100 ms); pendingCount writes them now.
+    expect(await pending(h)).toBe(20)
+    await evictDurableObject(h.stub)
+    await h.install()
+    h.time.now += 1_000
+    const result = await h.acquire('after-restart')
+    expect(result.kind).toBe('refused')
+    if (result.kind === 'refused') expect(result.decision.binding_limit?.unit).toBe('requests')
+    expect(h.store.calls.load).toBe(2)
+    // Nothing was flushed yet, but the 20,000 tokens count against the allowance.
+    const snapshot = await h.stub.snapshot({ tenantId: h.tenantId, mode: 'live', planId: 'free' })
+    expect(snapshot?.remainingTokens).toBe(40_000 - 20_000)
+    h.time.now += 60_000
+    expect((await h.acquire('next-minute')).kind).toBe('granted')
+  })
+
+  it("a paid tool's use, unflushed, still counts against its allowance after a restart", async () => {
+    const h = await harness('live', 'pro')
+    h.store.balance = { ...h.store.balance }
+    const searches = (n: number, from: number) => Array.from({ length: n }, (_, i) => `s${from + i}`)
+    const tool = { model: 'web_search' as const, estimatedTokens: 0, estimatedQuantity: 1 }
+    for (const id of searches(3, 0)) await h.acquire(id, tool)
+    await h.stub.settleMany(
+      searches(3, 0).map((id) => ({
+        ...h.settleInput(id, 0, 0),
+        model: 'web_search' as const,
+        endpoint: 'code.search',
+        usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0, reasoningTokens: 0, quantity: 1 },
+      })),
+    )
+    await evictDurableObject(h.stub)
+    await h.install()
+    const kept = await runInDurableObject(h.stub, (instance: RateLimiter) => instance.keptLedger())
+    expect(kept).toEqual(
+      searches(3, 0).map((id) =>
+        expect.objectContaining({ reservationId: id, model: 'web_search', unit: 'requests', quantity: 1 }),
+      ),
+    )
+    // 997 more are in Postgres already: the 1,000th of the month was the last one included.
+    h.store.ledger.set('earlier', {
+      ...kept[0]!,
+      requestId: 'earlier',
+      reservationId: 'earlier',
+      quantity: 997,
+    })
+    await evictDurableObject(h.stub)
+    await h.install()
+    const refused = await h.acquire('s3', tool)
+    expect(refused).toMatchObject({
+      kind: 'refused',
+      decision: { reason: 'tier_allowance_exhausted', binding_limit: { unit: 'requests', used: 1_000 } },
+    })
+  })
+
+  it('migrates a version-1 ledger in place: its rows become token rows with their quantity', async () => {
+    const h = await harness('test', 'pro')
+    await h.acquire('a')
+    await h.stub.settle(h.settleInput('a', 40, 10))
+    const rows = await runInDurableObject(h.stub, (_instance: RateLimiter, state) => {
+      const sql = state.storage.sql
+      // Back to version 1: no unit or quantity columns.
+      sql.exec(`alter table ledger drop column unit`)
+      sql.exec(`alter table ledger drop column quantity`)
+      sql.exec(`update meta set value = '1' where key = 'schema_version'`)
+    }).then(async () => {
+      await evictDurableObject(h.stub)
+      await h.install()
+      return runInDurableObject(h.stub, (instance: RateLimiter, state) => ({
+        version: state.storage.sql
+          .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
+          .one().value,
+        kept: instance.keptLedger(),
+      }))
+    })
+    expect(rows.version).toBe('2')
+    expect(rows.kept).toEqual([expect.objectContaining({ reservationId: 'a', unit: 'tokens', quantity: 50 })])
+  })
+
+  it('picks up credits bought elsewhere: a stale balance is re-read by the alarm', async () => {
+    const store = new MemoryStore()
+    store.balance = { ...store.balance, tokensUsed: 5_000_000, usageCreditsEnabled: true, creditsUnits: 0 }
+    const h = await harness('live', 'pro', store)
+    const first = await h.acquire('a')
+    expect(first.kind === 'refused' && first.decision.reason).toBe('insufficient_credits')
+    store.balance = { ...store.balance, creditsUnits: 1_000 * CREDIT_UNITS_PER_CENT }
+    h.time.now += 10_000
+    expect((await h.acquire('b')).kind).toBe('refused')
+    expect(await runDurableObjectAlarm(h.stub)).toBe(true)
+    expect(store.calls.read).toBe(1)
+    expect((await h.acquire('c')).kind).toBe('granted')
+  })
+
+  it('rides out one failed balance load, answers unavailable after two, and recovers without a restart', async () => {
+    const flaky = new MemoryStore()
+    flaky.failures = 1
+    expect((await (await harness('live', 'team', flaky)).acquire('a')).kind).toBe('granted')
+    expect(flaky.calls.load).toBe(2)
+
+    const down = new MemoryStore()
+    down.failures = 2
+    const h = await harness('live', 'team', down)
+    expect(await h.acquire('a')).toEqual({ kind: 'unavailable', detail: 'connection refused' })
+    expect((await h.acquire('b')).kind).toBe('granted')
+  })
+
+  it('serves one tenant and mode only', async () => {
+    const h = await harness('test')
+    await h.acquire('mine')
+    const other = { tenantId: crypto.randomUUID(), mode: 'test' as const, planId: 'free' }
+    const failure = await h.stub
+      .acquire({ ...other, reservationId: 'other-tenant', model: 'svc-cell', estimatedTokens: 1 })
+      .then(
+        () => null,
+        (err: unknown) => err,
+      )
+    expect(String(failure)).toMatch(/serves .*:test, not .*:test/)
+  })
+})

@@ -1,0 +1,617 @@
+/**
+ * RateLimiter: one Durable Object per tenant and mode (`<tenantId>:live`, `<tenantId>:test`),
+ * hosted by the metering worker (svc-metering, functions/metering) and bound by every worker
+ * that meters usage (chat and code bind it with `script_name = "svc-metering"`). Clients use
+ * shared/metering/metering-client.ts and its RateLimiterRpc, which this class implements; the
+ * decisions themselves are tenant-limiter.ts beside it.
+ *
+ * Protocol (RPC):
+ *   acquire(request)  → granted | refused (an UpgradeDecision) | unavailable
+ *                       checks requests/min, tokens/min (reserving the estimate), the model's
+ *                       and the monthly allowance, credits and the overage cap, then admits.
+ *   settleMany(usage) → each reservation becomes the tokens used and its ledger row is written to
+ *                       this object's SQLite storage before the call answers (the output gate
+ *                       holds the answer until the write is durable: an acknowledged settle
+ *                       survives a crash); the flush alarm is armed. Idempotent per reservation id
+ *                       (chosen by the client per request: request ids come from x-request-id and
+ *                       may repeat). usage = null releases the reservation.
+ *   checkpoint(usage) → what a request still running has used so far (a stream's delivered
+ *                       tokens), kept in `open_requests` until it settles; one silent for
+ *                       ORPHAN_AFTER_MS (its isolate died mid-stream) is settled by the alarm with
+ *                       its last checkpoint, marked estimated.
+ *   snapshot(scope)   → the rate-limit counters (for x-ratelimit-* headers on early refusals).
+ *   alarm()           → settles orphaned requests, flushes pending ledger rows to Postgres in
+ *                       batches (idempotent insert + balance update in one transaction), re-reads
+ *                       the balance, prunes.
+ *
+ * Exactness: the object handles one event at a time and acquire/settle do their check-and-update
+ * without awaiting anything, so concurrent requests cannot race. The request path costs one RPC
+ * to this object and no Postgres round trip: Postgres is read when the object starts (the
+ * period's balance) and written only from the alarm, in batches.
+ *
+ * Storage: `meta` (which tenant/mode/plan this object serves, schema version), `ledger`
+ * (metered requests; `flushed` once in Postgres; flushed rows are kept ten minutes so the rate
+ * windows and the recently settled reservations can be rebuilt after a restart, and a resent
+ * settle still meets its row's unique reservation id; then deleted) and `open_requests` (the
+ * last checkpoint of each request still running).
+ */
+import { DurableObject } from 'cloudflare:workers'
+import { z } from 'zod'
+import type { DatabaseEnv } from '../../shared/db/client'
+import {
+  type AcquireInput,
+  AcquireInputSchema,
+  type AcquireResult,
+  type BalanceRow,
+  type LeaseReturnInput,
+  type LedgerEntry,
+  type MeteringMode,
+  type MeteringScope,
+  MeteringScopeSchema,
+  type RateLimitSnapshot,
+  type SettleInput,
+  type SettleResult,
+} from '../../shared/metering/metering.schemas'
+import type { RateLimiterRpc } from '../../shared/metering/metering-client'
+import {
+  type BillingPlan,
+  getPlan,
+  type PlanCatalog,
+  planCatalogFromEnv,
+} from '../../shared/plans/plan-catalog'
+import { billingPeriodAt } from './billing-period'
+import { readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
+import { FLUSH_BATCH_SIZE, type MeteringStore, postgresMeteringStore } from './metering-store'
+import { balanceFromStored, type LimiterBalance, RATE_WINDOW_MS, TenantLimiter } from './tenant-limiter'
+
+export interface RateLimiterEnv extends DatabaseEnv {
+  /** Delay between the first unflushed ledger row and the flush to Postgres (ms, default 1000). */
+  RATE_LIMIT_LEDGER_FLUSH_MS?: string
+  /** How old the cached balance may get while the tenant is active before it is re-read (ms, default 10000). */
+  RATE_LIMIT_BALANCE_REFRESH_MS?: string
+  /** Replaces the built-in plan catalog (shared/plans/plan-catalog.ts). */
+  PLAN_CATALOG?: string
+  /** Silence after which a checkpointed request that never settled is billed as it stands (ms, default 60000). */
+  RATE_LIMIT_ORPHAN_AFTER_MS?: string
+}
+
+/** 2: ledger rows carry `unit` and `quantity` (paid tools are metered in their own units). */
+const SCHEMA_VERSION = 2
+const KEEP_FLUSHED_MS = 10 * 60_000
+const RETRY_FLUSH_MS = 5_000
+/**
+ * A checkpointed request that neither settles nor checkpoints again for this long is presumed
+ * gone with its isolate and billed as its last checkpoint stands (RATE_LIMIT_ORPHAN_AFTER_MS).
+ * Streams checkpoint at least every STREAM_CHECKPOINT_KEEPALIVE_MS (functions/chat), far more
+ * often than this.
+ */
+export const ORPHAN_AFTER_MS = 60_000
+/** A failed balance load is retried once after this long before the request is refused. */
+const RETRY_LOAD_MS = 200
+/**
+ * Clients resend an unacknowledged settle within about half a second; remembered far longer.
+ * Memory is bounded too (a tenant at 2,000 requests/s settles 240,000 in two minutes): beyond
+ * MAX_RECENT_RESERVATIONS the oldest are forgotten. A resend older than that still cannot write a
+ * second ledger row (the row's reservation id is unique in storage for KEEP_FLUSHED_MS, and the
+ * insert ignores a duplicate); it would count once more in the in-memory windows until they
+ * move on and the balance is next re-read from Postgres.
+ */
+const RECENT_RESERVATIONS_MS = 2 * 60_000
+const MAX_RECENT_RESERVATIONS = 200_000
+
+function positiveMs(value: string | undefined, fallback: number): number {
+  const parsed = Number(value)
+  return value !== undefined && Number.isFinite(parsed) && parsed >= 0 ? parsed : fallback
+}
+
+/** An error and its causes in one line (drizzle wraps the driver's error as `cause`). */
+function describeError(err: unknown): string {
+  const parts: string[] = []
+  let current: unknown = err
+  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
+    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
+    current = current instanceof Error ? current.cause : undefined
+  }
+  return parts.join(' <- ')
+}
+
+const MetaSchema = z.object({ tenantId: z.string(), mode: z.enum(['live', 'test']), planId: z.string() })
+
+export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLimiterRpc {
+  /** Postgres, or null when DATABASE_URL is unset (live balances then cannot load). Tests substitute their own. */
+  store: MeteringStore | null
+  /** The clock. Tests substitute their own. */
+  clock: () => number = () => Date.now()
+
+  private scope: { tenantId: string; mode: MeteringMode; planId: string } | null = null
+  private limiter: TenantLimiter | null = null
+  private balanceReadAt = 0
+  private alarmAt: number | null = null
+  private readonly flushDelayMs: number
+  private readonly refreshMs: number
+  private readonly orphanAfterMs: number
+  /** Ledger ids of rows not yet in Postgres (a reused request id among them gets a suffix). */
+  private readonly unflushedRequestIds = new Set<string>()
+  /** Reservations settled in the last RECENT_RESERVATIONS_MS, oldest first (a resent settle is ignored). */
+  private readonly recentReservations = new Map<string, number>()
+
+  constructor(ctx: DurableObjectState, env: RateLimiterEnv) {
+    super(ctx, env)
+    this.store = env.DATABASE_URL ? postgresMeteringStore(env) : null
+    this.flushDelayMs = positiveMs(env.RATE_LIMIT_LEDGER_FLUSH_MS, 1_000)
+    this.refreshMs = positiveMs(env.RATE_LIMIT_BALANCE_REFRESH_MS, 10_000)
+    this.orphanAfterMs = positiveMs(env.RATE_LIMIT_ORPHAN_AFTER_MS, ORPHAN_AFTER_MS)
+    const sql = ctx.storage.sql
+    sql.exec(`create table if not exists meta (key text primary key, value text not null)`)
+    sql.exec(`create table if not exists ledger (
+      seq integer primary key autoincrement,
+      reservation_id text not null unique,
+      request_id text not null,
+      created_at integer not null,
+      principal text not null,
+      mode text not null,
+      endpoint text not null,
+      model text not null,
+      provider text not null,
+      prompt_tokens integer not null,
+      completion_tokens integer not null,
+      cached_tokens integer not null,
+      reasoning_tokens integer not null,
+      unit text not null default 'tokens',
+      quantity integer not null default 0,
+      credits_units integer not null,
+      estimated integer not null,
+      flushed integer not null default 0)`)
+    sql.exec(`create index if not exists ledger_pending on ledger (flushed, seq)`)
+    // The alarm deletes flushed rows older than ten minutes and a restart rebuilds the rate windows
+    // from the last minutes: both by time, so without this index each scans every row kept.
+    sql.exec(`create index if not exists ledger_created on ledger (created_at)`)
+    sql.exec(`create table if not exists open_requests (
+      reservation_id text primary key,
+      settle_json text not null,
+      updated_at integer not null)`)
+    const version = sql
+      .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
+      .toArray()[0]
+    if (version && Number(version.value) < 2) {
+      // Version 1 metered tokens only: its rows are token rows, their quantity the tokens used.
+      sql.exec(`alter table ledger add column unit text not null default 'tokens'`)
+      sql.exec(`alter table ledger add column quantity integer not null default 0`)
+      sql.exec(`update ledger set quantity = prompt_tokens + completion_tokens`)
+    }
+    sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
+    const stored = sql.exec<{ value: string }>(`select value from meta where key = 'scope'`).toArray()[0]
+    if (stored) this.scope = MetaSchema.parse(JSON.parse(stored.value))
+  }
+
+  async acquire(raw: AcquireInput): Promise<AcquireResult> {
+    const input = AcquireInputSchema.parse(raw)
+    const ready = await this.ready(input)
+    if (typeof ready === 'string') return { kind: 'unavailable', detail: ready }
+    const { limiter, plan } = ready
+    for (const lease of input.leaseReturns ?? []) limiter.returnLease(lease)
+    const now = this.clock()
+    const result = limiter.acquire(plan, input, now)
+    this.keepBalanceFresh(now)
+    if (result.kind !== 'granted' || !input.lease) return result
+    const lease = limiter.grantLease(plan, { ...input.lease, model: input.model }, now)
+    return lease ? { ...result, lease, snapshot: limiter.snapshot(plan, now) } : result
+  }
+
+  async settle(raw: SettleInput): Promise<SettleResult> {
+    const [result] = await this.settleMany([raw])
+    return result ?? { recorded: false, creditsUnits: 0 }
+  }
+
+  /**
+   * Settles a batch of requests in one event (one storage transaction, committed before the
+   * answer leaves), and takes back finished leases.
+   */
+  async settleMany(raw: SettleInput[], rawReturns: LeaseReturnInput[] = []): Promise<SettleResult[]> {
+    const inputs = readSettleBatch(raw)
+    const returns = readLeaseReturns(rawReturns)
+    const first = inputs[0]
+    if (!first) {
+      if (returns.length > 0 && this.limiter) for (const lease of returns) this.limiter.returnLease(lease)
+      return []
+    }
+    const ready = await this.ready(first)
+    const results = this.applySettles(ready, inputs)
+    if (typeof ready !== 'string') for (const lease of returns) ready.limiter.returnLease(lease)
+    return results
+  }
+
+  /**
+   * Keeps the latest usage of each request still running (replacing its previous checkpoint).
+   * A checkpoint that arrives after its request settled is ignored.
+   */
+  async checkpoint(raw: SettleInput[]): Promise<void> {
+    const inputs = readSettleBatch(raw)
+    const first = inputs[0]
+    if (!first) return
+    // Loads the object first: its alarm time is known only then (scheduleAlarm must not move
+    // an earlier alarm later).
+    await this.ready(first)
+    const now = this.clock()
+    const sql = this.ctx.storage.sql
+    for (const input of inputs) {
+      if (this.recentReservations.has(input.reservationId) || input.usage === null) continue
+      const settled = sql
+        .exec<{ n: number }>(`select count(*) as n from ledger where reservation_id = ?`, input.reservationId)
+        .one().n
+      if (settled > 0) continue
+      sql.exec(
+        `insert into open_requests (reservation_id, settle_json, updated_at) values (?, ?, ?)
+         on conflict (reservation_id) do update set settle_json = excluded.settle_json, updated_at = excluded.updated_at`,
+        input.reservationId,
+        JSON.stringify(input),
+        now,
+      )
+    }
+    this.scheduleAlarm(now + this.orphanAfterMs)
+  }
+
+  /** Current rate-limit counters without admitting anything; null when the live balance cannot load. */
+  async snapshot(raw: MeteringScope): Promise<RateLimitSnapshot | null> {
+    const input = MeteringScopeSchema.parse(raw)
+    const ready = await this.ready(input)
+    if (typeof ready === 'string') return null
+    return ready.limiter.snapshot(ready.plan, this.clock())
+  }
+
+  override async alarm(): Promise<void> {
+    this.alarmAt = null
+    const scope = this.scope
+    if (!scope) return
+    const plan = getPlan(scope.planId, this.catalog())
+    if (!plan) return
+    const now = this.clock()
+    await this.settleOrphans(scope, now)
+    try {
+      const flushed = await this.flushPending(scope, plan, now)
+      if (!flushed && this.limiter?.balance && this.store && scope.mode === 'live') {
+        const row = await this.store.readBalance(scope.tenantId, plan, now)
+        this.applyBalanceRow(row)
+      }
+    } catch (err) {
+      console.error(
+        JSON.stringify({
+          level: 'error',
+          event: 'ledger_flush_failed',
+          tenant_id: scope.tenantId,
+          mode: scope.mode,
+          detail: describeError(err),
+        }),
+      )
+      this.scheduleAlarm(this.clock() + RETRY_FLUSH_MS)
+      return
+    }
+    const sql = this.ctx.storage.sql
+    sql.exec(`delete from ledger where flushed = 1 and created_at < ?`, now - KEEP_FLUSHED_MS)
+    if (this.pendingCount() > 0) this.scheduleAlarm(this.clock() + this.flushDelayMs)
+    const oldestOpen = sql
+      .exec<{ at: number | null }>(`select min(updated_at) as at from open_requests`)
+      .one().at
+    if (oldestOpen !== null) this.scheduleAlarm(oldestOpen + this.orphanAfterMs)
+  }
+
+  /** Rows not yet in Postgres (for tests and diagnostics). */
+  pendingCount(): number {
+    return this.ctx.storage.sql
+      .exec<{ n: number }>(`select count(*) as n from ledger where flushed = 0`)
+      .one().n
+  }
+
+  /** The ledger rows this object keeps (unflushed, or flushed in the last ten minutes), oldest first; for tests and diagnostics. */
+  keptLedger(): LedgerEntry[] {
+    return this.rows(`order by seq`).map((row) => row.entry)
+  }
+
+  /** Requests still open (checkpointed, not settled), for tests and diagnostics. */
+  openRequestCount(): number {
+    return this.ctx.storage.sql.exec<{ n: number }>(`select count(*) as n from open_requests`).one().n
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  /** Settles, as their last checkpoint stands, the requests silent for orphanAfterMs. */
+  private async settleOrphans(scope: MeteringScope, now: number): Promise<void> {
+    const rows = this.ctx.storage.sql
+      .exec<{ settle_json: string }>(
+        `select settle_json from open_requests where updated_at <= ? order by updated_at`,
+        now - this.orphanAfterMs,
+      )
+      .toArray()
+    if (rows.length === 0) return
+    const inputs = readSettleBatch(rows.map((r) => ({ ...JSON.parse(r.settle_json), estimated: true })))
+    const ready = await this.ready(scope)
+    this.applySettles(ready, inputs)
+    console.error(
+      JSON.stringify({
+        level: 'warn',
+        event: 'orphaned_requests_settled',
+        tenant_id: scope.tenantId,
+        mode: scope.mode,
+        requests: inputs.length,
+      }),
+    )
+  }
+
+  private catalog(): PlanCatalog {
+    return planCatalogFromEnv(this.env)
+  }
+
+  /**
+   * Records usage: each request id once (a replayed settle is ignored), its ledger row appended
+   * to storage, and the flush alarm armed. When the balance cannot be loaded the usage is still
+   * recorded (never lose a metered request), without charging credits.
+   */
+  private applySettles(
+    ready: { limiter: TenantLimiter; plan: BillingPlan } | string,
+    inputs: readonly SettleInput[],
+  ): SettleResult[] {
+    let limiter: TenantLimiter
+    let plan: BillingPlan
+    if (typeof ready === 'string') {
+      const fallbackPlan = inputs[0] && getPlan(inputs[0].planId, this.catalog())
+      if (!fallbackPlan) return inputs.map(() => ({ recorded: false, creditsUnits: 0 }))
+      console.error(JSON.stringify({ level: 'warn', event: 'settled_without_balance', detail: ready }))
+      plan = fallbackPlan
+      limiter = new TenantLimiter(inputs[0]!.mode, null, this.catalog())
+    } else {
+      ;({ limiter, plan } = ready)
+    }
+    const now = this.clock()
+    let excess = this.recentReservations.size + inputs.length - MAX_RECENT_RESERVATIONS
+    for (const [reservationId, at] of this.recentReservations) {
+      if (now - at < RECENT_RESERVATIONS_MS && excess <= 0) break
+      this.recentReservations.delete(reservationId)
+      excess -= 1
+    }
+    const results: SettleResult[] = []
+    const entries: LedgerEntry[] = []
+    for (const input of inputs) {
+      this.bind(input)
+      if (this.recentReservations.has(input.reservationId)) {
+        results.push({ recorded: false, creditsUnits: 0 })
+        continue
+      }
+      // A request id the caller reused (x-request-id is the caller's choice) is recorded under a
+      // distinct ledger id, so both requests are billed. (Postgres catches reuse across flushes.)
+      const settleInput = this.unflushedRequestIds.has(input.requestId)
+        ? { ...input, requestId: `${input.requestId}~${input.reservationId.slice(0, 8)}` }
+        : input
+      const entry = limiter.settle(plan, settleInput, now)
+      this.recentReservations.set(input.reservationId, now)
+      if (!entry) {
+        results.push({ recorded: false, creditsUnits: 0 })
+        continue
+      }
+      entries.push(entry)
+      this.unflushedRequestIds.add(entry.requestId)
+      results.push({ recorded: true, creditsUnits: entry.creditsUnits })
+    }
+    this.writeLedger(entries, inputs)
+    return results
+  }
+
+  /**
+   * Appends the settled rows to storage in one statement (one implicit transaction with the
+   * removal of their open checkpoints) and arms the flush alarm. The caller's answer leaves only
+   * once this is durable (the output gate). A failed write resets the object, whose memory
+   * already counted the rows: the caller's resend then meets an object rebuilt from storage.
+   */
+  private writeLedger(entries: readonly LedgerEntry[], inputs: readonly SettleInput[]): void {
+    const sql = this.ctx.storage.sql
+    try {
+      if (entries.length > 0) {
+        const rows = entries.map((e) => [
+          e.reservationId,
+          e.requestId,
+          e.createdAt,
+          e.principal,
+          e.mode,
+          e.endpoint,
+          e.model,
+          e.provider,
+          e.promptTokens,
+          e.completionTokens,
+          e.cachedTokens,
+          e.reasoningTokens,
+          e.creditsUnits,
+          e.estimated ? 1 : 0,
+          e.unit,
+          e.quantity,
+        ])
+        sql.exec(
+          `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
+            provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated,
+            unit, quantity)
+           select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
+             value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13,
+             value ->> 14, value ->> 15
+           from json_each(?)`,
+          JSON.stringify(rows),
+        )
+      }
+      sql.exec(
+        `delete from open_requests where reservation_id in (select value from json_each(?))`,
+        JSON.stringify(inputs.map((i) => i.reservationId)),
+      )
+    } catch (err) {
+      console.error(
+        JSON.stringify({ level: 'error', event: 'ledger_write_failed', detail: describeError(err) }),
+      )
+      this.ctx.abort('the ledger could not be written')
+      throw err
+    }
+    if (entries.length > 0) this.scheduleAlarm(this.clock() + this.flushDelayMs)
+  }
+
+  /** Binds this object to its tenant/mode on first use, and loads its state once. */
+  private async ready(scope: MeteringScope): Promise<{ limiter: TenantLimiter; plan: BillingPlan } | string> {
+    const plan = getPlan(scope.planId, this.catalog())
+    if (!plan) return `plan "${scope.planId}" is not in the plan catalog`
+    this.bind(scope)
+    if (this.limiter) return { limiter: this.limiter, plan }
+    let failure = 'the rate limiter could not start'
+    await this.ctx.blockConcurrencyWhile(async () => {
+      if (this.limiter) return
+      try {
+        this.limiter = await this.load(scope.mode, scope.tenantId, plan)
+      } catch (err) {
+        failure = describeError(err)
+      }
+    })
+    return this.limiter ? { limiter: this.limiter, plan } : failure
+  }
+
+  private bind(scope: MeteringScope): void {
+    const current = this.scope
+    if (current && (current.tenantId !== scope.tenantId || current.mode !== scope.mode)) {
+      throw new Error(
+        `this RateLimiter serves ${current.tenantId}:${current.mode}, not ${scope.tenantId}:${scope.mode}`,
+      )
+    }
+    if (current?.planId === scope.planId) return
+    this.scope = { tenantId: scope.tenantId, mode: scope.mode, planId: scope.planId }
+    this.ctx.storage.sql.exec(
+      `insert or replace into meta (key, value) values ('scope', ?)`,
+      JSON.stringify(this.scope),
+    )
+  }
+
+  private async load(mode: MeteringMode, tenantId: string, plan: BillingPlan): Promise<TenantLimiter> {
+    const now = this.clock()
+    let balance: LimiterBalance | null = null
+    if (mode === 'live') {
+      if (!this.store) throw new Error('DATABASE_URL is not set, so the live balance cannot be loaded')
+      const store = this.store
+      const stored = await store.loadBalance(tenantId, plan, now).catch(async () => {
+        // One transient failure (a dropped connection) should not refuse a request.
+        await new Promise((resolve) => setTimeout(resolve, RETRY_LOAD_MS))
+        return store.loadBalance(tenantId, plan, now)
+      })
+      balance = balanceFromStored(stored)
+      for (const { entry } of this.rows(`where flushed = 0 and created_at >= ?`, stored.periodStart)) {
+        balance.resourceUse.set(entry.model, (balance.resourceUse.get(entry.model) ?? 0) + entry.quantity)
+      }
+      this.mergeUnflushed(balance, stored)
+      this.balanceReadAt = now
+    }
+    const limiter = new TenantLimiter(mode, balance, this.catalog())
+    for (const { entry } of this.rows(`where created_at > ? order by created_at`, now - RATE_WINDOW_MS)) {
+      limiter.restore(entry)
+    }
+    this.resyncUnflushedRequestIds()
+    const sql = this.ctx.storage.sql
+    for (const row of sql.exec<{ reservation_id: string; created_at: number }>(
+      `select reservation_id, created_at from ledger where created_at > ? order by created_at`,
+      now - RECENT_RESERVATIONS_MS,
+    ))
+      this.recentReservations.set(row.reservation_id, row.created_at)
+    this.alarmAt = await this.ctx.storage.getAlarm()
+    if (this.alarmAt === null && this.pendingCount() > 0) this.scheduleAlarm(now + this.flushDelayMs)
+    return limiter
+  }
+
+  /** Postgres' figures plus this object's rows it has not received yet. */
+  private mergeUnflushed(balance: LimiterBalance, row: BalanceRow): void {
+    const pending = this.ctx.storage.sql
+      .exec<{ tokens: number; period_credits: number; all_credits: number }>(
+        `select coalesce(sum(case when created_at >= ? then prompt_tokens + completion_tokens else 0 end), 0) as tokens,
+                coalesce(sum(case when created_at >= ? then credits_units else 0 end), 0) as period_credits,
+                coalesce(sum(credits_units), 0) as all_credits
+         from ledger where flushed = 0`,
+        row.periodStart,
+        row.periodStart,
+      )
+      .one()
+    balance.periodStart = row.periodStart
+    balance.periodEnd = billingPeriodAt(row.periodStart).end
+    balance.tokensUsed = row.tokensUsed + pending.tokens
+    balance.overageUnits = row.overageUnits + pending.period_credits
+    balance.creditsUnits = row.creditsUnits - pending.all_credits
+    balance.usageCreditsEnabled = row.usageCreditsEnabled
+    balance.spendCapCents = row.spendCapCents
+  }
+
+  private applyBalanceRow(row: BalanceRow): void {
+    const balance = this.limiter?.balance
+    if (!balance) return
+    if (row.periodStart > balance.periodStart) balance.resourceUse.clear()
+    if (row.periodStart < balance.periodStart) return
+    this.mergeUnflushed(balance, row)
+    this.balanceReadAt = this.clock()
+  }
+
+  /** Sends every pending row to Postgres, oldest first; returns whether anything was sent. */
+  private async flushPending(
+    scope: { tenantId: string; mode: MeteringMode },
+    plan: BillingPlan,
+    now: number,
+  ): Promise<boolean> {
+    let sent = false
+    for (;;) {
+      const batch = this.rows(`where flushed = 0 order by seq limit ?`, FLUSH_BATCH_SIZE)
+      if (batch.length === 0) {
+        this.resyncUnflushedRequestIds()
+        return sent
+      }
+      if (!this.store) throw new Error('DATABASE_URL is not set: ledger rows cannot be flushed')
+      const row = await this.store.flushLedger(
+        scope.tenantId,
+        scope.mode,
+        batch.map((r) => r.entry),
+        plan,
+        now,
+      )
+      const lastSeq = batch[batch.length - 1]!.seq
+      this.ctx.storage.sql.exec(`update ledger set flushed = 1 where flushed = 0 and seq <= ?`, lastSeq)
+      for (const { entry } of batch) this.unflushedRequestIds.delete(entry.requestId)
+      if (row) this.applyBalanceRow(row)
+      sent = true
+      if (batch.length < FLUSH_BATCH_SIZE) {
+        this.resyncUnflushedRequestIds()
+        return sent
+      }
+    }
+  }
+
+  /**
+   * The request ids of rows not yet in Postgres, re-read from storage once a flush has drained: a settle resent after RECENT_RESERVATIONS_MS is added in
+   * memory but storage ignores its row, which therefore never flushes to take its id out again.
+   */
+  private resyncUnflushedRequestIds(): void {
+    this.unflushedRequestIds.clear()
+    const unflushed = this.ctx.storage.sql.exec<{ request_id: string }>(
+      `select request_id from ledger where flushed = 0`,
+    )
+    for (const row of unflushed) this.unflushedRequestIds.add(row.request_id)
+  }
+
+  private rows(clause: string, ...bindings: (string | number)[]): { seq: number; entry: LedgerEntry }[] {
+    return this.ctx.storage.sql
+      .exec(`select * from ledger ${clause}`, ...bindings)
+      .toArray()
+      .map(readLedgerRow)
+  }
+
+  private keepBalanceFresh(now: number): void {
+    if (this.scope?.mode !== 'live' || !this.store) return
+    if (now - this.balanceReadAt < this.refreshMs) return
+    // Counted as read now so the next requests do not re-arm it; a failed read re-arms itself.
+    this.balanceReadAt = now
+    this.scheduleAlarm(now)
+  }
+
+  /** Arms the one alarm at `at` unless it is already due sooner. */
+  private scheduleAlarm(at: number): void {
+    if (this.alarmAt !== null && this.alarmAt <= at) return
+    this.alarmAt = at
+    this.ctx.storage.setAlarm(at).catch((err: unknown) => {
+      this.alarmAt = null
+      console.error(JSON.stringify({ level: 'error', event: 'set_alarm_failed', detail: String(err) }))
+    })
+  }
+}
