@@ -215,22 +215,27 @@ describe.each(runtimes)(`SIGKILL of npm start (%s, ${fixture.kind})`, (runtime) 
     }
     expect(slowText).not.toContain('[DONE]')
 
-    // The burst, with SIGKILL at a random moment inside it.
+    // The burst, with SIGKILL at a random moment inside it: once a few requests were
+    // acknowledged (however slow the machine), after a random further 0-800 ms.
     const acknowledged: Acknowledged[] = []
     let next = 0
+    let armKill: () => void = () => {}
+    const killed = new Promise<void>((resolve) => {
+      armKill = () => {
+        armKill = () => {}
+        setTimeout(() => void first.kill().then(resolve), Math.floor(Math.random() * 800))
+      }
+    })
     const worker = async () => {
       while (next < BURST) {
         const i = next++
         const result = await complete(first, `crash-${runtime}-${i}`, i % 2 === 1)
         if (result) acknowledged.push(result)
+        if (acknowledged.length >= 8) armKill()
       }
+      // Everything answered before the kill: kill now (the check still holds).
+      armKill()
     }
-    const killAfterMs = 300 + Math.floor(Math.random() * 1_200)
-    const killed = new Promise<void>((resolve) =>
-      setTimeout(() => {
-        void first.kill().then(resolve)
-      }, killAfterMs),
-    )
     await Promise.all([...Array.from({ length: CONCURRENCY }, worker), killed])
     await slowReader.cancel().catch(() => {})
     expect(acknowledged.length).toBeGreaterThan(0)
