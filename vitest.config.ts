@@ -142,6 +142,37 @@ export default defineConfig(async () => {
           },
         },
         {
+          // The reasoning worker hosts ReasoningJob; jobs are indexed in Postgres (the unit
+          // database), metered by the RateLimiter of the metering worker and audited in the
+          // AuditLog objects of the platform worker, both beside it.
+          plugins: [
+            cloudflareTest(({ inject }) => ({
+              wrangler: { configPath: 'functions/reasoning/wrangler.toml' },
+              miniflare: {
+                bindings: { ...inject('unitDatabase') },
+                workers: [
+                  { ...meteringWorker, bindings: { ...inject('unitDatabase') } as Record<string, string> },
+                  {
+                    name: 'svc-platform',
+                    modules: true,
+                    scriptPath: platformBundle,
+                    compatibilityDate: '2026-10-01',
+                    compatibilityFlags: ['nodejs_compat'],
+                    bindings: { LOG_SIGNING_KEYS: logSigningKeys } as Record<string, string>,
+                    durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
+                  },
+                ],
+              },
+            })),
+          ],
+          test: {
+            name: 'do-reasoning',
+            include: ['durable-objects/reasoning-job/**/*.do.test.ts', 'functions/reasoning/**/*.do.test.ts'],
+            globalSetup: ['test/support/unit-database.setup.ts'],
+            passWithNoTests: true,
+          },
+        },
+        {
           plugins: [
             cloudflareTest({
               wrangler: { configPath: 'functions/platform/wrangler.toml' },
@@ -169,6 +200,22 @@ export default defineConfig(async () => {
               'functions/gateway/src/crypto-enforcement.do.test.ts',
             ],
             passWithNoTests: true,
+          },
+        },
+        {
+          test: {
+            name: 'scripts',
+            include: ['scripts/**/*.test.ts'],
+            environment: 'node',
+          },
+        },
+        {
+          // Node-side tests of the local fakes of outside providers, and of the product's adapters
+          // against them over real HTTP (the QPU provider: test/fakes/ionq-provider.ts).
+          test: {
+            name: 'fakes',
+            include: ['test/fakes/**/*.test.ts'],
+            environment: 'node',
           },
         },
         ...(['pglite', 'postgres'] as const).map((kind) => ({

@@ -11,18 +11,20 @@
  *   production without those two extra workers per request. Benchmarks use this one.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import path from 'node:path'
 import { convertV4MiniflareOptions, type LegacyWorkerOptions, Log, LogLevel, Miniflare } from 'miniflare'
 import { type Unstable_Config, unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
 import { generateSigningKey } from '../shared/crypto/jwk.ts'
 import type { JwsAlgorithm } from '../shared/crypto/jws-algorithms.ts'
+import { generateCredentialKey } from '../shared/quantum/providers/provider-credentials.ts'
 import { writeCryptoLibraries } from './crypto-libraries.ts'
 import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
 import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
 import { startWsBridge } from './db/ws-bridge.ts'
 import { startWorkerd } from './workerd-runtime.ts'
-import { bundleWorker, ROOT, workerConfigPaths } from './workers.ts'
+import { bundleDigest, bundleWorker, ROOT, workerConfigPaths } from './workers.ts'
 
 export type StackRuntime = 'miniflare' | 'workerd'
 
@@ -51,6 +53,7 @@ export interface Stack {
 }
 
 const GATEWAY = 'svc-gateway'
+const PLATFORM = 'svc-platform'
 
 /** One worker, bundled, with the options Miniflare runs it with (the bindings of both runtimes). */
 export interface BuiltWorker {
@@ -68,13 +71,23 @@ export async function buildWorkers(
   buildDir: string,
   extraBindings: (name: string) => Record<string, string>,
 ): Promise<BuiltWorker[]> {
-  const workers: BuiltWorker[] = []
+  const bundled: {
+    config: Unstable_Config
+    name: string
+    scriptPath: string
+    workerOptions: ReturnType<typeof unstable_getMiniflareWorkerOptions>['workerOptions']
+  }[] = []
   for (const configPath of workerConfigPaths()) {
     const config = unstable_readConfig({ config: path.join(ROOT, configPath) })
     const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config)
     const name = config.name ?? configPath
     const scriptPath = path.join(buildDir, name, 'index.js')
     await bundleWorker(main ?? '', scriptPath)
+    bundled.push({ config, name, scriptPath, workerOptions })
+  }
+  // The platform worker attests what runs: the digest of every bundle, itself included.
+  const deployedBundles = JSON.stringify(bundled.map((w) => bundleDigest(w.name, w.scriptPath)))
+  const workers: BuiltWorker[] = bundled.map(({ config, name, scriptPath, workerOptions }) => {
     const options = {
       ...workerOptions,
       name,
@@ -83,10 +96,14 @@ export async function buildWorkers(
       modulesRoot: path.dirname(scriptPath),
       modulesRules: undefined,
       rootPath: undefined,
-      bindings: { ...(workerOptions.bindings as Record<string, unknown>), ...extraBindings(name) },
+      bindings: {
+        ...(workerOptions.bindings as Record<string, unknown>),
+        ...(name === PLATFORM ? { DEPLOYED_BUNDLES: deployedBundles } : {}),
+        ...extraBindings(name),
+      },
     } as LegacyWorkerOptions
-    workers.push({ name, config, scriptPath, options })
-  }
+    return { name, config, scriptPath, options }
+  })
   const gateway = workers.findIndex((w) => w.name === GATEWAY)
   if (gateway < 0) throw new Error(`no ${GATEWAY} among ${workers.map((w) => w.name).join(', ')}`)
   return [...workers.splice(gateway, 1), ...workers]
@@ -141,8 +158,40 @@ export async function localLogSigningKeys(dataDir: string): Promise<string> {
   return text
 }
 
+/**
+ * The key-encryption key of tenants' QPU provider credentials for `npm start`: generated on first
+ * start into `<dataDir>/provider-credential-keys.json` (mode 0600) and given to the reasoning worker
+ * only, so stored connections stay readable across restarts. Production sets the
+ * PROVIDER_CREDENTIAL_KEYS secret instead.
+ */
+export function localProviderCredentialKeys(dataDir: string): string {
+  const file = path.join(dataDir, 'provider-credential-keys.json')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  const text = JSON.stringify([generateCredentialKey('local-1')])
+  writeFileSync(file, `${text}\n`, { mode: 0o600 })
+  return text
+}
+
 function isNeon(url: string): boolean {
   return /\.neon\.tech(:\d+)?\//.test(url) || /\.neon\.build/.test(url)
+}
+
+/** A port free on `host` now (the gateway binds it a moment later). */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, host, () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** The URL a local browser reaches `host:port` at. */
+function localOrigin(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}`
 }
 
 export async function startStack(options: StackOptions): Promise<Stack> {
@@ -187,11 +236,13 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const {
       JWT_SIGNING_KEYS: configuredKeys,
       LOG_SIGNING_KEYS: configuredLogKeys,
+      PROVIDER_CREDENTIAL_KEYS: configuredCredentialKeys,
       ...configured
     } = options.bindings ?? {}
     const sharedBindings = { ...configured }
     const signingKeys = configuredKeys ?? (await localSigningKeys(options.dataDir))
     const logSigningKeys = configuredLogKeys ?? (await localLogSigningKeys(options.dataDir))
+    const credentialKeys = configuredCredentialKeys ?? localProviderCredentialKeys(options.dataDir)
 
     // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all. The
     //    CBOM's library facts are refreshed from package-lock.json first (built into the platform worker).
@@ -201,47 +252,68 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ...sharedBindings,
       ...(name === 'svc-auth' ? { JWT_SIGNING_KEYS: signingKeys } : {}),
       ...(name === 'svc-platform' ? { LOG_SIGNING_KEYS: logSigningKeys } : {}),
+      ...(name === 'svc-reasoning' ? { PROVIDER_CREDENTIAL_KEYS: credentialKeys } : {}),
     }))
     const runtime = options.runtime ?? 'miniflare'
-    let baseUrl: string
+    let baseUrl = ''
     let miniflare: Miniflare | undefined
-    if (runtime === 'workerd') {
-      const workerd = await startWorkerd({
-        host: options.host,
-        port: options.port,
-        entry: GATEWAY,
-        dataDir: options.dataDir,
-        verbose: (options.logLevel ?? LogLevel.WARN) >= LogLevel.DEBUG,
-        workers: workers.map((w) => ({
-          name: w.name,
-          scriptPath: w.scriptPath,
-          compatibilityDate: w.config.compatibility_date ?? '',
-          compatibilityFlags: w.config.compatibility_flags,
-          options: w.options as Record<string, unknown>,
-          durableObjectClasses: durableObjectClasses(w.config),
-        })),
-      })
-      stops.push(() => workerd.stop())
-      baseUrl = workerd.url.origin
-    } else {
-      miniflare = new Miniflare(
-        convertV4MiniflareOptions({
-          host: options.host,
-          port: options.port,
-          log: new Log(options.logLevel ?? LogLevel.WARN),
-          // Durable Object storage (and alarms) on disk under DATA_DIR, so a restart, graceful or
-          // not, keeps runs, rate windows and unflushed ledger rows (Miniflare's default is a
-          // temporary folder per start).
-          resourcePersistencePath: path.join(options.dataDir, 'miniflare'),
-          // No network lookup of the Request.cf object: local requests get a fixed placeholder.
-          cf: false,
-          // The first worker is the one on Miniflare's socket.
-          workers: workers.map((w) => w.options),
-        }),
-      )
-      const instance = miniflare
-      stops.push(() => instance.dispose())
-      baseUrl = (await miniflare.ready).origin
+    // Upgrade actions in 402/403/429 bodies link to this stack's console (CONSOLE_URL), so the
+    // gateway's address must be known before the workers start: a port of 0 is chosen just before
+    // the runtime binds it, and chosen again should another process take it in between.
+    for (let attempt = 1; ; attempt++) {
+      const port = options.port === 0 ? await freePort(options.host) : options.port
+      const consoleUrl =
+        configured.CONSOLE_URL ?? `${configured.PUBLIC_BASE_URL ?? localOrigin(options.host, port)}/console`
+      for (const w of workers) (w.options.bindings as Record<string, unknown>).CONSOLE_URL = consoleUrl
+      try {
+        if (runtime === 'workerd') {
+          const workerd = await startWorkerd({
+            host: options.host,
+            port,
+            entry: GATEWAY,
+            dataDir: options.dataDir,
+            verbose: (options.logLevel ?? LogLevel.WARN) >= LogLevel.DEBUG,
+            workers: workers.map((w) => ({
+              name: w.name,
+              scriptPath: w.scriptPath,
+              compatibilityDate: w.config.compatibility_date ?? '',
+              compatibilityFlags: w.config.compatibility_flags,
+              options: w.options as Record<string, unknown>,
+              durableObjectClasses: durableObjectClasses(w.config),
+            })),
+          })
+          stops.push(() => workerd.stop())
+          baseUrl = workerd.url.origin
+        } else {
+          const instance = new Miniflare(
+            convertV4MiniflareOptions({
+              host: options.host,
+              port,
+              log: new Log(options.logLevel ?? LogLevel.WARN),
+              // Durable Object storage (and alarms) on disk under DATA_DIR, so a restart, graceful or
+              // not, keeps runs, rate windows and unflushed ledger rows (Miniflare's default is a
+              // temporary folder per start).
+              resourcePersistencePath: path.join(options.dataDir, 'miniflare'),
+              // No network lookup of the Request.cf object: local requests get a fixed placeholder.
+              cf: false,
+              // The first worker is the one on Miniflare's socket.
+              workers: workers.map((w) => w.options),
+            }),
+          )
+          try {
+            baseUrl = (await instance.ready).origin
+          } catch (err) {
+            await instance.dispose().catch(() => {})
+            throw err
+          }
+          miniflare = instance
+          stops.push(() => instance.dispose())
+        }
+        break
+      } catch (err) {
+        if (options.port !== 0 || attempt === 5 || !/address already in use|EADDRINUSE/i.test(String(err)))
+          throw err
+      }
     }
     // Lets tools (tests, the workspace CLI) reach this running stack's database: PGlite is
     // single-process, so they go through the bridge rather than opening the data folder.

@@ -4,9 +4,14 @@
  *
  * `npm start -- --runtime=workerd` runs the workers on plain `workerd serve` (as in production,
  * and as the benchmarks do) instead of through Miniflare; see scripts/stack.ts.
+ *
+ * `npm start -- --fake-qpu` also starts the local IonQ v0.3 fake (test/fakes/ionq-provider.ts) and
+ * makes it the managed QPU account, so `managed_qpu` jobs go the whole way (queue, provider,
+ * result) without an IonQ account; docs/quantum-selector.md.
  */
 import path from 'node:path'
 import { parseArgs } from 'node:util'
+import { startFakeIonq } from '../test/fakes/ionq-provider.ts'
 import { type StackRuntime, startStack } from './stack.ts'
 import { ROOT } from './workers.ts'
 
@@ -14,7 +19,12 @@ const host = process.env.HOST ?? '127.0.0.1'
 const port = Number(process.env.PORT ?? 8787)
 const dataDir = path.resolve(ROOT, process.env.DATA_DIR ?? '.data')
 const databaseUrl = process.env.DATABASE_URL || undefined
-const { values: args } = parseArgs({ options: { runtime: { type: 'string', default: 'miniflare' } } })
+const { values: args } = parseArgs({
+  options: {
+    runtime: { type: 'string', default: 'miniflare' },
+    'fake-qpu': { type: 'boolean', default: false },
+  },
+})
 if (args.runtime !== 'miniflare' && args.runtime !== 'workerd') {
   console.error(`--runtime must be miniflare or workerd, not ${args.runtime}`)
   process.exit(2)
@@ -23,10 +33,29 @@ const runtime: StackRuntime = args.runtime
 
 // Configuration read by the workers (see README): passed from the environment to every worker.
 const WORKER_CONFIG =
-  /^(MODEL_PROVIDERS|PROVIDER_|SEARCH_|STT_|OPENAI_|BRAVE_|TAVILY_|SEARXNG_|GROQ_|WORKERS_AI_|QPU_|OTLP_|AUTH_|JWT_|LOG_SIGNING_KEYS$|AUDIT_|CRYPTO_|PLAN_|RATE_LIMIT_|AGENT_|API_KEY_CACHE_TTL_SECONDS$|DATABASE_STATEMENT_TIMEOUT_MS$|PUBLIC_BASE_URL$|CORS_ALLOWED_ORIGINS$)/
+  /^(MODEL_PROVIDERS|EMBEDDINGS_|PROVIDER_|SEARCH_|STT_|OPENAI_|BRAVE_|TAVILY_|SEARXNG_|GROQ_|WORKERS_AI_|QPU_|REASONING_|OTLP_|AUTH_|JWT_|LOG_SIGNING_KEYS$|AUDIT_|CRYPTO_|PLAN_|RATE_LIMIT_|AGENT_|API_KEY_CACHE_TTL_SECONDS$|DATABASE_STATEMENT_TIMEOUT_MS$|PUBLIC_BASE_URL$|CORS_ALLOWED_ORIGINS$|MCP_|OAUTH_|CONSOLE_)/
 const passThrough = Object.fromEntries(
   Object.entries(process.env).filter(([k, v]) => v !== undefined && WORKER_CONFIG.test(k)),
 ) as Record<string, string>
+
+// The fake QPU provider, when asked for: its key is a local development value, not a secret.
+const FAKE_QPU_KEY = 'ionq-local-development-key'
+const fakeQpu = args['fake-qpu']
+  ? await startFakeIonq({
+      keys: { [FAKE_QPU_KEY]: { qpu: true } },
+      port: Number(process.env.QPU_FAKE_PORT ?? 0),
+    })
+  : null
+if (fakeQpu) {
+  passThrough.QPU_IONQ_BASE_URL ??= fakeQpu.baseUrl
+  passThrough.QPU_IONQ_API_KEY ??= FAKE_QPU_KEY
+}
+
+// On a loopback address the MCP endpoint answers only requests addressed to a loopback name: a web
+// page whose DNS name was rebound to 127.0.0.1 cannot drive it (see README, MCP_ALLOWED_HOSTS).
+if (passThrough.MCP_ALLOWED_HOSTS === undefined && ['127.0.0.1', 'localhost', '::1'].includes(host)) {
+  passThrough.MCP_ALLOWED_HOSTS = 'localhost,127.0.0.1,[::1]'
+}
 
 const started = Date.now()
 const stack = await startStack({ host, port, dataDir, databaseUrl, bindings: passThrough, runtime })
@@ -36,7 +65,7 @@ console.log(`
 svc is running (${((Date.now() - started) / 1000).toFixed(1)} s)
 
   Base URL        ${stack.baseUrl}
-  Runtime         ${runtime === 'workerd' ? 'workerd (plain workerd serve)' : 'Miniflare'}
+  Runtime         ${runtime === 'workerd' ? 'workerd (plain workerd serve)' : 'Miniflare'}${fakeQpu ? `\n  QPU provider    fake IonQ v0.3 at ${fakeQpu.baseUrl} (key ${FAKE_QPU_KEY})` : ''}
   Database        ${stack.database.kind === 'embedded' ? `embedded PGlite (${path.relative(ROOT, dataDir) || '.'}/pglite)` : 'DATABASE_URL'}
   Workspace       ${credentials.tenantName} (${credentials.tenantId})
   Test API key    ${credentials.testKey}
@@ -56,6 +85,7 @@ async function shutdown(): Promise<void> {
   if (stopping) return
   stopping = true
   await stack.stop()
+  await fakeQpu?.stop()
   process.exit(0)
 }
 process.on('SIGINT', shutdown)

@@ -9,7 +9,10 @@
  * derives from each wrangler config, plus the stack's own bindings), so both runtimes see the same
  * bindings. Only the kinds this product uses have a translation: plain-text and JSON values,
  * service bindings and Durable Object namespaces (also another worker's, `script_name`). Anything
- * else fails by name rather than starting a worker that lacks a binding.
+ * else fails by name rather than starting a worker that lacks a binding, except Queues: plain
+ * workerd has no queue broker (Miniflare brings one), so queue producers and consumers are left
+ * out here and said so once; the reasoning worker then answers real-hardware jobs without a queue
+ * (classical fallback, docs/quantum-selector.md). Run QPU paths with Miniflare (`npm start`).
  */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -70,6 +73,9 @@ const HANDLED = new Set([
   'scriptPath',
 ])
 
+/** Option keys with no plain-workerd equivalent that a worker can run without (see above). */
+const LEFT_OUT = new Set(['queueProducers', 'queueConsumers'])
+
 const STOP_GRACE_MS = 5_000
 
 /** The workerd binary of the installed `workerd` package (the one Miniflare runs too). */
@@ -101,6 +107,10 @@ function bindingsOf(worker: WorkerdWorker): string[] {
   const out: string[] = []
   const { options, name } = worker
   for (const key of Object.keys(options)) {
+    if (LEFT_OUT.has(key) && !isEmpty(options[key])) {
+      console.warn(`runtime 'workerd': ${name}'s ${key} left out (plain workerd has no queue broker)`)
+      continue
+    }
     if (!HANDLED.has(key) && !isEmpty(options[key])) {
       // e.g. `ai` for Workers AI (`[ai]`), which only exists remotely (Miniflare proxies it).
       const kind = key === 'ai' ? 'Workers AI ([ai])' : key

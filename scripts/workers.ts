@@ -2,10 +2,12 @@
  * The deployable workers, read from their wrangler configs (the single source of truth for
  * names, entry points, compatibility settings and bindings), and their esbuild bundles.
  */
-import { existsSync, readdirSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
+import { build, type Plugin } from 'esbuild'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -25,12 +27,50 @@ export function workerConfigPaths(): string[] {
   return ['wrangler.toml', ...families]
 }
 
+let validatorsWritten: Promise<void> | null = null
+
+/**
+ * `import js from './x.client?script'`: the browser script `x.client.ts`, bundled on its own for
+ * browsers (IIFE, minified) and imported as its text. The console serves its client scripts so
+ * (functions/gateway/src/console/assets.ts); they are type-checked with tsconfig.client.json.
+ */
+const browserScripts: Plugin = {
+  name: 'browser-scripts',
+  setup(builder) {
+    builder.onResolve({ filter: /\?script$/ }, (args) => ({
+      path: path.resolve(args.resolveDir, `${args.path.slice(0, -'?script'.length)}.ts`),
+      namespace: 'browser-script',
+    }))
+    builder.onLoad({ filter: /.*/, namespace: 'browser-script' }, async (args) => {
+      const result = await build({
+        entryPoints: [args.path],
+        bundle: true,
+        write: false,
+        format: 'iife',
+        platform: 'browser',
+        target: 'es2022',
+        minify: true,
+        legalComments: 'none',
+        logLevel: 'warning',
+      })
+      return {
+        contents: result.outputFiles[0]!.text,
+        loader: 'text',
+        watchFiles: Object.keys(result.metafile?.inputs ?? {}),
+      }
+    })
+  },
+}
+
 /** Bundles a worker entry for workerd (ESM, Workers conditions, node: and cloudflare: external). */
 export async function bundleWorker(
   entry: string,
   outfile: string,
   options: { minify?: boolean } = {},
 ): Promise<void> {
+  // Build time: the validators generated from the zod schemas are brought up to date first.
+  validatorsWritten ??= import('./generate-validators.ts').then((m) => m.writeValidators(console.log))
+  await validatorsWritten
   await build({
     entryPoints: [entry],
     outfile,
@@ -45,5 +85,38 @@ export async function bundleWorker(
     minify: options.minify ?? false,
     logLevel: 'warning',
     legalComments: 'none',
+    plugins: [rawText, browserScripts],
   })
+}
+
+/** `import text from 'file?raw'`: the file's text as a string module (as Vite does in the tests). */
+const rawText: Plugin = {
+  name: 'raw-text',
+  setup(build) {
+    build.onResolve({ filter: /\?raw$/ }, async (args) => {
+      const resolved = await build.resolve(args.path.slice(0, -'?raw'.length), {
+        kind: 'import-statement',
+        resolveDir: args.resolveDir,
+      })
+      if (resolved.errors.length > 0) return { errors: resolved.errors }
+      return { path: resolved.path, namespace: 'raw-text' }
+    })
+    build.onLoad({ filter: /.*/, namespace: 'raw-text' }, async (args) => ({
+      contents: await readFile(args.path, 'utf8'),
+      loader: 'text',
+    }))
+  },
+}
+
+/** One deployed worker's code as the attestation names it: the SHA-256 of the module uploaded. */
+export interface BundleDigest {
+  worker: string
+  sha256: string
+  bytes: number
+}
+
+/** The digest of a bundled worker's main module (what `wrangler deploy --no-bundle` uploads). */
+export function bundleDigest(worker: string, file: string): BundleDigest {
+  const code = readFileSync(file)
+  return { worker, sha256: createHash('sha256').update(code).digest('hex'), bytes: code.length }
 }

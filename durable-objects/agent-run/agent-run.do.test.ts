@@ -490,7 +490,10 @@ describe('alarms', () => {
     })
   })
 
-  it('retries a transient upstream failure from the alarm with backoff, then completes', async () => {
+  // Several alarm rounds and streamed reads: a generous budget so a loaded machine cannot fail it.
+  it('retries a transient upstream failure from the alarm with backoff, then completes', {
+    timeout: 30_000,
+  }, async () => {
     installUpstream([
       { kind: 'status', status: 503 },
       { kind: 'status', status: 503 },
@@ -527,7 +530,7 @@ describe('alarms', () => {
     expect(sequenceProblems(reader.seen)).toEqual([])
     const record = await status(run)
     expect(record.usage.cost_usd).toBeGreaterThan(0)
-    await vi.waitFor(() => expect(settledFor(run)).toHaveLength(1))
+    await vi.waitFor(() => expect(settledFor(run)).toHaveLength(1), { timeout: 10_000 })
     expect(settledFor(run)[0]).toMatchObject({
       usage: { promptTokens: 100, completionTokens: 2 },
       provider: 'fake',

@@ -37,7 +37,7 @@ describe('agent settings from env', () => {
     })
   })
 
-  it('treats a bad value as an operator error (503, the variable named only in the logs)', () => {
+  it('treats a bad value as an operator error (503 naming the variable and the rule, the value only in the logs)', () => {
     let error: AppError | undefined
     try {
       agentSettingsFromEnv({ AGENT_HEARTBEAT_MS: 'soon' })
@@ -45,10 +45,9 @@ describe('agent settings from env', () => {
       error = err as AppError
     }
     expect(error).toBeInstanceOf(AppError)
-    expect(error).toMatchObject({ status: 503, code: 'agent_runtime_misconfigured' })
-    expect(error?.internalMessage).toBe(
-      'agent settings: AGENT_HEARTBEAT_MS: must be a positive integer (got "soon")',
-    )
+    expect(error).toMatchObject({ status: 503, code: 'service_misconfigured' })
+    expect(error?.message).toContain('AGENT_HEARTBEAT_MS must be a whole number at least 1')
+    expect(error?.internalMessage).toContain('AGENT_HEARTBEAT_MS="soon"')
     expect(error?.message).not.toContain('soon')
   })
 })

@@ -1,6 +1,6 @@
 /**
  * Operator settings of the agent plane, read from the code worker's env (all optional strings,
- * validated with zod once per distinct env). README's configuration table lists the same rows.
+ * validated with zod once per isolate). README's configuration table lists the same rows.
  *
  * | variable                  | default   | meaning                                                        |
  * |---------------------------|-----------|----------------------------------------------------------------|
@@ -15,45 +15,19 @@
  * | AGENT_RUN_MAX_COST_USD    | 25        | what one run may cost over all its turns (live keys)           |
  */
 import { z } from 'zod'
-import { AppError } from '../../shared/http/errors'
+import { decimalVar, envReader, wholeNumberVar } from '../../shared/config/worker-env'
 import type { Effort } from './turn.schemas'
 
-const millis = (fallback: number) =>
-  z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === '') return fallback
-      if (!/^\d+$/.test(v.trim()) || Number(v) <= 0) {
-        ctx.addIssue({ code: 'custom', message: `must be a positive integer (got ${JSON.stringify(v)})` })
-        return z.NEVER
-      }
-      return Number(v)
-    })
-
-const amount = (fallback: number) =>
-  z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === '') return fallback
-      if (!/^\d+(\.\d+)?$/.test(v.trim())) {
-        ctx.addIssue({ code: 'custom', message: `must be a decimal number (got ${JSON.stringify(v)})` })
-        return z.NEVER
-      }
-      return Number(v)
-    })
-
 export const AgentSettingsSchema = z.object({
-  AGENT_HEARTBEAT_MS: millis(15_000),
-  AGENT_TURN_TIMEOUT_MS: millis(600_000),
-  AGENT_APPROVAL_TTL_MS: millis(900_000),
-  AGENT_MODEL_ATTEMPTS: millis(3),
-  AGENT_RETRY_BASE_MS: millis(2_000),
-  AGENT_RETRY_MAX_MS: millis(30_000),
-  AGENT_MAX_TOOL_ROUNDS: millis(8),
-  AGENT_RUN_MAX_TOKENS: millis(2_000_000),
-  AGENT_RUN_MAX_COST_USD: amount(25),
+  AGENT_HEARTBEAT_MS: wholeNumberVar(15_000),
+  AGENT_TURN_TIMEOUT_MS: wholeNumberVar(600_000),
+  AGENT_APPROVAL_TTL_MS: wholeNumberVar(900_000),
+  AGENT_MODEL_ATTEMPTS: wholeNumberVar(3),
+  AGENT_RETRY_BASE_MS: wholeNumberVar(2_000),
+  AGENT_RETRY_MAX_MS: wholeNumberVar(30_000),
+  AGENT_MAX_TOOL_ROUNDS: wholeNumberVar(8),
+  AGENT_RUN_MAX_TOKENS: wholeNumberVar(2_000_000),
+  AGENT_RUN_MAX_COST_USD: decimalVar(25),
 })
 export type AgentSettingsEnv = z.input<typeof AgentSettingsSchema>
 
@@ -69,26 +43,12 @@ export interface AgentSettings {
   runMaxCostUsd: number
 }
 
-let cached: { key: string; settings: AgentSettings } | null = null
+const readAgentSettings = envReader('agent runtime', AgentSettingsSchema)
 
-/** The settings for this env; a bad value is an operator error (503 naming the variable in logs). */
+/** The settings for this env, parsed once per isolate; a bad value is a 503 naming the variable and its rule. */
 export function agentSettingsFromEnv(env: AgentSettingsEnv): AgentSettings {
-  const key = Object.keys(AgentSettingsSchema.shape)
-    .map((name) => `${name}=${env[name as keyof AgentSettingsEnv] ?? ''}`)
-    .join('\n')
-  if (cached?.key === key) return cached.settings
-  const parsed = AgentSettingsSchema.safeParse(env)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    throw new AppError(
-      503,
-      'agent_runtime_misconfigured',
-      'The agent runtime is misconfigured on this deployment; the operator must fix its AGENT_* settings. Retrying will not help until then.',
-      { internalMessage: `agent settings: ${issue?.path.join('.')}: ${issue?.message}` },
-    )
-  }
-  const v = parsed.data
-  const settings: AgentSettings = {
+  const v = readAgentSettings(env)
+  return {
     heartbeatMs: v.AGENT_HEARTBEAT_MS,
     turnTimeoutMs: v.AGENT_TURN_TIMEOUT_MS,
     approvalTtlMs: v.AGENT_APPROVAL_TTL_MS,
@@ -99,8 +59,6 @@ export function agentSettingsFromEnv(env: AgentSettingsEnv): AgentSettings {
     runMaxTokens: v.AGENT_RUN_MAX_TOKENS,
     runMaxCostUsd: v.AGENT_RUN_MAX_COST_USD,
   }
-  cached = { key, settings }
-  return settings
 }
 
 /**

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
+import { canonicalJson } from '../../shared/crypto/digests'
 import { AppError } from '../../shared/http/errors'
 import {
   assertAnswersPending,
   assertSameTurnBody,
   assertThinkingSupported,
-  canonicalJson,
   parseTurnRequest,
   type TurnRequest,
   turnBodyHash,
@@ -240,11 +240,6 @@ describe('assertThinkingSupported', () => {
 })
 
 describe('turn body hash and reattach', () => {
-  it('canonical JSON sorts keys at every depth and keeps array order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [2, 1], c: null } })).toBe('{"a":{"c":null,"d":[2,1]},"b":1}')
-    expect(canonicalJson({ a: undefined, b: 'x' })).toBe('{"b":"x"}')
-  })
-
   it('hashes the same turn the same way regardless of key order, defaults and cursor', async () => {
     const a = parseTurnRequest(valid())
     const reordered = Object.fromEntries(Object.entries(valid()).reverse())

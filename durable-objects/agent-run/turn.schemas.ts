@@ -9,6 +9,7 @@
  */
 import { z } from 'zod'
 import { MODEL_ALIASES, type ModelAlias } from '../../shared/catalog/model-aliases'
+import { canonicalJson, sha256Hex } from '../../shared/crypto/digests'
 import { AppError } from '../../shared/http/errors'
 import { issuePath } from '../../shared/http/validation'
 import { isServerTool } from './approval-policy'
@@ -257,24 +258,6 @@ export function assertThinkingSupported(
   )
 }
 
-/** JSON with object keys sorted at every depth; arrays keep their order. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') {
-    if (typeof value === 'number' && !Number.isFinite(value)) return 'null'
-    return JSON.stringify(value) ?? 'null'
-  }
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
-}
-
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
-}
-
 /**
  * The identity of a turn body for reattach: SHA-256 over the canonical JSON of the parsed request
  * without `cursor` (a reconnecting client sends the same turn with a newer cursor) and with
@@ -287,7 +270,7 @@ export async function turnBodyHash(
   runId: string | undefined = request.run_id,
 ): Promise<string> {
   const { cursor: _cursor, ...identity } = request
-  return `sha256:${await sha256Hex(canonicalJson({ ...identity, run_id: runId }))}`
+  return `sha256:${sha256Hex(canonicalJson({ ...identity, run_id: runId }))}`
 }
 
 /**

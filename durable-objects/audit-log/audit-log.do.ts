@@ -35,9 +35,9 @@ import {
   rangeHash,
   verifyConsistency,
 } from '../../shared/audit/merkle'
+import { canonicalJson } from '../../shared/crypto/digests'
 import { utf8 } from '../../shared/crypto/encoding'
 import { createSelfTestSuite, type SelfTestReport } from '../../shared/crypto/self-test'
-import { canonicalJson } from '../../shared/crypto-policy/policy-store'
 import { AppError } from '../../shared/http/errors'
 import { AuditLogStore, type CheckpointRow, type LogMeta } from './audit-log.store'
 import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin } from './log-keys'

@@ -1,16 +1,3 @@
-/**
- * The audit logs' own checkpoint keys, from the platform worker's `LOG_SIGNING_KEYS` secret: a JSON
- * array of private JWKs (the JWT_SIGNING_KEYS format), newest first. The first Ed25519 key signs
- * the note signature, the first ML-DSA-44 key the cosignature; every key is published (older ones
- * as `verify_only`, for checkpoints signed before a rotation). Make one with
- * `npm run --silent workspace -- generate-signing-keys --alg EdDSA,ML-DSA-44`.
- *
- * Why not the token keys (the auth worker's `sign` RPC)? A log must never sign two inconsistent
- * checkpoints; only the object that holds the tree can check that before it signs, so the key
- * lives with the log. Witnesses and monitors pin a log's key for years, while token keys rotate
- * on the token schedule. And C2SP asks for ML-DSA-44, which the token keys do not include.
- */
-import { sha256 } from '@noble/hashes/sha2.js'
 import { z } from 'zod'
 import {
   rawPublicKey,
@@ -19,9 +6,8 @@ import {
   toBase64,
   verifierKey,
 } from '../../shared/audit/checkpoint'
-import { bytesToHex, utf8 } from '../../shared/crypto/encoding'
+import { canonicalJson, sha256Hex } from '../../shared/crypto/digests'
 import { importSigningKey, type SigningKey } from '../../shared/crypto/jwk'
-import { canonicalJson } from '../../shared/crypto-policy/policy-store'
 import { AppError } from '../../shared/http/errors'
 
 export interface LogPublicKey {
@@ -87,7 +73,7 @@ export async function logKeyRing(secret: string | undefined): Promise<LogKeyRing
       public_key: toBase64(rawPublicKey(k.publicJwk)),
       state: k === ed25519 || k === mlDsa44 ? 'signing' : 'verify_only',
     }))
-  const digest = `sha256:${bytesToHex(sha256(utf8.encode(canonicalJson(keys))))}`
+  const digest = `sha256:${sha256Hex(canonicalJson(keys))}`
   const ring = { ed25519, mlDsa44, keys, digest }
   cached = { secret, ring }
   return ring

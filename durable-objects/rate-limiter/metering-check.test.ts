@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { LedgerEntrySchema, SettleInputSchema } from '../../shared/metering/metering.schemas'
-import { looksLikeSettleInput, readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
+import { isSettleBatch } from './metering.validator.generated'
+import { readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
 
 const settle = {
   tenantId: '5f0c6a52-8a2a-4f55-9d8e-0a4a3f2b8c11',
@@ -64,11 +65,11 @@ const settleSamples = [
 ]
 
 describe('settle inputs', () => {
-  it('accepted by hand only when the schema accepts them, and returned as the schema returns them', () => {
+  it('accepted by the generated validator only when the schema accepts them, and returned as the schema returns them', () => {
     let accepted = 0
     for (const sample of settleSamples) {
       const parsed = SettleInputSchema.safeParse(sample)
-      if (looksLikeSettleInput(sample)) {
+      if (isSettleBatch([sample])) {
         accepted++
         expect(parsed.success, JSON.stringify(sample)).toBe(true)
         expect(sample).toStrictEqual(parsed.data)

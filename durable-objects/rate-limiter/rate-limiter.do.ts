@@ -37,7 +37,8 @@
  */
 import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
-import type { DatabaseEnv } from '../../shared/db/client'
+import { envReader, wholeNumberVar } from '../../shared/config/worker-env'
+import { DATABASE_VARS, type DatabaseEnv } from '../../shared/db/client'
 import {
   type AcquireInput,
   AcquireInputSchema,
@@ -86,6 +87,20 @@ const RETRY_FLUSH_MS = 5_000
  * often than this.
  */
 export const ORPHAN_AFTER_MS = 60_000
+
+/**
+ * The metering worker's configuration (README's table), parsed once per isolate; PLAN_CATALOG is
+ * parsed by the plan catalog's own schema (shared/plans/plan-catalog.ts).
+ */
+const rateLimiterSettings = envReader(
+  'metering',
+  z.object({
+    ...DATABASE_VARS,
+    RATE_LIMIT_LEDGER_FLUSH_MS: wholeNumberVar(1_000, { min: 0 }),
+    RATE_LIMIT_BALANCE_REFRESH_MS: wholeNumberVar(10_000, { min: 0 }),
+    RATE_LIMIT_ORPHAN_AFTER_MS: wholeNumberVar(ORPHAN_AFTER_MS, { min: 0 }),
+  }),
+)
 /** A failed balance load is retried once after this long before the request is refused. */
 const RETRY_LOAD_MS = 200
 /**
@@ -98,11 +113,6 @@ const RETRY_LOAD_MS = 200
  */
 const RECENT_RESERVATIONS_MS = 2 * 60_000
 const MAX_RECENT_RESERVATIONS = 200_000
-
-function positiveMs(value: string | undefined, fallback: number): number {
-  const parsed = Number(value)
-  return value !== undefined && Number.isFinite(parsed) && parsed >= 0 ? parsed : fallback
-}
 
 /** An error and its causes in one line (drizzle wraps the driver's error as `cause`). */
 function describeError(err: unknown): string {
@@ -138,9 +148,10 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
   constructor(ctx: DurableObjectState, env: RateLimiterEnv) {
     super(ctx, env)
     this.store = env.DATABASE_URL ? postgresMeteringStore(env) : null
-    this.flushDelayMs = positiveMs(env.RATE_LIMIT_LEDGER_FLUSH_MS, 1_000)
-    this.refreshMs = positiveMs(env.RATE_LIMIT_BALANCE_REFRESH_MS, 10_000)
-    this.orphanAfterMs = positiveMs(env.RATE_LIMIT_ORPHAN_AFTER_MS, ORPHAN_AFTER_MS)
+    const settings = rateLimiterSettings(env)
+    this.flushDelayMs = settings.RATE_LIMIT_LEDGER_FLUSH_MS
+    this.refreshMs = settings.RATE_LIMIT_BALANCE_REFRESH_MS
+    this.orphanAfterMs = settings.RATE_LIMIT_ORPHAN_AFTER_MS
     const sql = ctx.storage.sql
     sql.exec(`create table if not exists meta (key text primary key, value text not null)`)
     sql.exec(`create table if not exists ledger (

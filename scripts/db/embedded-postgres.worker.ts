@@ -23,7 +23,9 @@
 import { mkdirSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
+import { vector } from '@electric-sql/pglite-pgvector'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { keepExtendedQueriesTogether } from './pglite-socket-sequencing.ts'
 
 export interface EmbeddedPostgresThreadInput {
   dataDir: string
@@ -99,7 +101,8 @@ async function serve(input: EmbeddedPostgresThreadInput): Promise<void> {
     process.exit(POISONED_EXIT_CODE)
   }
   mkdirSync(input.dataDir, { recursive: true })
-  const db = new GuardedPGlite({ dataDir: input.dataDir }, busySince, poisoned)
+  // pgvector is loaded so the migrations can install it (document retrieval's HNSW indexes).
+  const db = new GuardedPGlite({ dataDir: input.dataDir, extensions: { vector } }, busySince, poisoned)
   await db.waitReady
   db.guardMainLoop()
   const server = new PGLiteSocketServer({
@@ -109,6 +112,7 @@ async function serve(input: EmbeddedPostgresThreadInput): Promise<void> {
     maxConnections: 32,
     idleTimeout: input.idleTimeoutMs,
   })
+  keepExtendedQueriesTogether(server)
   await server.start()
   port.on('message', async (message: { type: 'close' }) => {
     if (message.type !== 'close') return

@@ -9,6 +9,7 @@
  * `user:<uuid>`, `sa:<uuid>`, or `system:<component>` for the platform itself.
  */
 import { z } from 'zod'
+import { AUDIENCES } from '../db/schema'
 
 const text = (max = 200) => z.string().min(1).max(max)
 const actor = text().describe('who acted: key:<id>, user:<uuid>, sa:<uuid> or system:<component>')
@@ -52,11 +53,15 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
     .object({
       kind: z.literal('token.issued'),
       subject: actor,
-      audience: z.enum(['platform', 'internal-service', 'external-api']),
+      audience: z.enum(AUDIENCES),
       alg: text(32),
       kid: text(100),
       token_id: text(100),
-      grant: z.enum(['password', 'refresh_token', 'client_credentials']),
+      grant: z.enum(['password', 'refresh_token', 'client_credentials', 'authorization_code']),
+      /** OAuth tokens: the resource the token is bound to (RFC 8707), the client and the scope granted. */
+      resource: text(2048).optional(),
+      client_id: text(256).optional(),
+      scope: text(1024).optional(),
       expires_at: isoTime,
       request_id: requestId,
     })
@@ -66,7 +71,7 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
       kind: z.literal('refresh_token.family_revoked'),
       subject: actor,
       family_id: z.string().uuid(),
-      reason: z.enum(['reuse_detected', 'membership_ended']),
+      reason: z.enum(['reuse_detected', 'membership_ended', 'authorization_code_reused']),
       request_id: requestId,
     })
     .strict(),
@@ -103,6 +108,24 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
       role: z.enum(['owner', 'admin', 'member']).optional(),
       /** The last four characters the console shows, never the key. */
       suffix: z.string().max(8).optional(),
+      name: text().optional(),
+      scopes: z.array(text(64)).max(32).optional(),
+      expires_at: isoTime.nullable().optional(),
+      /** rotated: the key that replaces this one, and how long this one keeps working. */
+      replaced_by: z.string().uuid().optional(),
+      grace_period_seconds: z.number().int().min(0).optional(),
+      actor,
+      request_id: requestId,
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('billing.changed'),
+      /** What changed: the plan (and from which), usage credits, the spend cap (null = plan default). */
+      plan_id: text(40).optional(),
+      previous_plan_id: text(40).optional(),
+      usage_credits_enabled: z.boolean().optional(),
+      spend_cap_cents: z.number().int().min(0).nullable().optional(),
       actor,
       request_id: requestId,
     })

@@ -2,6 +2,7 @@
  * API keys: `svc_sk_live_<43 base62 chars>` or `svc_sk_test_<...>` (256 bits of randomness).
  * Only the SHA-256 of the whole key is stored, plus a four-character display suffix.
  */
+import { sha256Hex } from '../crypto/digests'
 import type { ApiKeyMode } from '../db/schema'
 
 export const API_KEY_PREFIX: Record<ApiKeyMode, string> = {
@@ -34,19 +35,13 @@ export function apiKeyMode(candidate: string): ApiKeyMode | null {
   return m ? (m[1] as ApiKeyMode) : null
 }
 
-export async function hashApiKey(key: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(key))
-  return toHex(new Uint8Array(digest))
+/** What the database stores for a key: its hex SHA-256 (256 random bits need no salt or slow KDF). */
+export function hashApiKey(key: string): string {
+  return sha256Hex(key)
 }
 
 export function apiKeySuffix(key: string): string {
   return key.slice(-4)
-}
-
-export function toHex(bytes: Uint8Array): string {
-  let out = ''
-  for (const b of bytes) out += b.toString(16).padStart(2, '0')
-  return out
 }
 
 /** Constant-time comparison of two equal-length hex digests. */

@@ -7,12 +7,15 @@
 import { and, desc, eq, isNull } from 'drizzle-orm'
 import { hashPassword } from '../crypto/password'
 import type { Drizzle } from '../db/client'
-import { serviceAccounts } from '../db/schema'
+import { type Audience, serviceAccounts } from '../db/schema'
 import { AppError } from '../http/errors'
 import { generateServiceAccountSecret } from './opaque-credentials'
 
 /** Audiences a service account may hold; `platform` tokens are for people (POST /auth/login). */
-export const SERVICE_ACCOUNT_AUDIENCES = ['internal-service', 'external-api'] as const
+export const SERVICE_ACCOUNT_AUDIENCES = [
+  'internal-service',
+  'external-api',
+] as const satisfies readonly Audience[]
 export type ServiceAccountAudience = (typeof SERVICE_ACCOUNT_AUDIENCES)[number]
 
 type ServiceAccountRow = typeof serviceAccounts.$inferSelect

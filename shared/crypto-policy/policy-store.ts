@@ -7,7 +7,7 @@
  * field from scratch); `customized` says whether it still equals that preset.
  */
 import { eq } from 'drizzle-orm'
-import { bytesToHex, utf8 } from '../crypto/encoding'
+import { canonicalJson, sha384Hex } from '../crypto/digests'
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../db/client'
 import { cryptoPolicies, cryptoPolicyViolations } from '../db/schema'
 import { AppError } from '../http/errors'
@@ -34,25 +34,12 @@ export interface TenantPolicy {
   updatedBy: string | null
 }
 
-/** JSON with object keys sorted, so equal policies have equal bytes (and digests). */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value)
-}
-
 /**
  * `sha384:<hex>` of the policy's canonical JSON (RFC 8785 JCS for these values): the subject digest
  * the attestation names (SHA-384, as CNSA 2.0 asks of hashes).
  */
 export async function policyDigest(policy: CryptoPolicy): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-384', utf8.encode(canonicalJson(policy)))
-  return `sha384:${bytesToHex(new Uint8Array(digest))}`
+  return `sha384:${sha384Hex(canonicalJson(policy))}`
 }
 
 export function policiesEqual(a: CryptoPolicy, b: CryptoPolicy): boolean {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { buildAccessTokenClaims, signAccessToken, verifyAccessToken } from '../crypto/access-token'
 import { buildJwks, generateSigningKey } from '../crypto/jwk'
 import { AppError } from '../http/errors'
+import { policyViolationError } from './enforcement'
 import {
   type CryptoPolicy,
   checkAlgorithm,
@@ -284,9 +285,53 @@ describe('checkAlgorithm', () => {
         rule: 'classical_fallback',
         passed: false,
         detail:
-          'rsa-2048 is classical (quantum-vulnerable) and the policy does not allow classical fallback; use dilithium-2',
+          'rsa-2048 is classical (quantum-vulnerable) and the policy does not allow classical fallback; use dilithium-3',
       },
     ])
+  })
+
+  it('suggests only replacements the same policy allows (rsa-2048 under Strict: dilithium-3, not dilithium-2)', () => {
+    const violation = policyViolationError(
+      checkAlgorithm(POLICY_PRESETS.strict, 'rsa-2048', 'token_signature'),
+      'The token',
+    )
+    expect(violation.message).toContain('use dilithium-3')
+    expect(violation.message).not.toContain('dilithium-2')
+    // Every advice ("use X", "such as X") under every preset names something that preset allows in that context.
+    const natural: Record<AlgorithmType, PolicyContext> = {
+      kem: 'key_exchange',
+      signature: 'token_signature',
+      symmetric: 'data_encryption',
+      hash: 'hashing',
+      mac: 'message_authentication',
+    }
+    let advised = 0
+    for (const preset of PRESET_NAMES) {
+      const policy = POLICY_PRESETS[preset]
+      for (const e of ALGORITHM_REGISTRY) {
+        const context = natural[e.type]
+        for (const rule of checkAlgorithm(policy, e.id, context).rules) {
+          const suggestion = /(?:use|such as) (\S+)$/.exec(rule.detail)?.[1]
+          if (!suggestion) continue
+          advised++
+          expect(
+            checkAlgorithm(policy, suggestion, context).allowed,
+            `${preset}: ${e.id} -> ${rule.detail}`,
+          ).toBe(true)
+        }
+      }
+    }
+    expect(advised).toBeGreaterThan(20)
+  })
+
+  it('says so when the policy allows no algorithm of that type, instead of advising a forbidden one', () => {
+    const none = { ...POLICY_PRESETS.strict, allowedSignatureAlgorithms: [] }
+    const rule = checkAlgorithm(none, 'rsa-2048', 'token_signature').rules.find(
+      (r) => r.rule === 'classical_fallback',
+    )
+    expect(rule?.detail).toBe(
+      'rsa-2048 is classical (quantum-vulnerable) and the policy does not allow classical fallback; the policy allows no signature algorithm',
+    )
   })
 
   it('accepts standard names and reports the registry id', () => {

@@ -359,6 +359,47 @@ function parseContext(context: string): PolicyContext {
   return key as PolicyContext
 }
 
+/** Whether one registry entry passes every per-entry rule of a policy (the booleans of `entryRules`). */
+function entryPasses(policy: CryptoPolicy, sets: PolicySets, e: AlgorithmEntry): boolean {
+  return (
+    !sets.forbidden.has(e.id) &&
+    sets.allowed[e.type].has(e.id) &&
+    (e.securityLevel === null || e.securityLevel >= policy.minimumSecurityLevel) &&
+    (!policy.requireNistFinal || e.status === 'NIST_FINAL') &&
+    (!e.classical || policy.allowClassicalFallback)
+  )
+}
+
+/** Registry order for advice: post-quantum first, then the lowest level that passes (closest to what was asked). */
+const byAdvicePreference = (a: AlgorithmEntry, b: AlgorithmEntry) =>
+  Number(b.postQuantum) - Number(a.postQuantum) || (a.securityLevel ?? 0) - (b.securityLevel ?? 0)
+
+/**
+ * A replacement for `e` that this policy itself allows: the registry's replacement when it passes,
+ * else the closest allowed algorithm of the same type. Under `hybridModeRequired` a key exchange is
+ * advised as a hybrid whose halves both pass. Advice that the same policy would refuse (rsa-2048 under
+ * Strict told to use dilithium-2, a level-2 algorithm Strict does not allow) sends the client round in
+ * a circle, so when nothing of the type passes the advice says that instead.
+ */
+function adviseReplacement(policy: CryptoPolicy, sets: PolicySets, e: AlgorithmEntry): string {
+  const registryChoice = e.replacement ? findAlgorithm(e.replacement) : undefined
+  const candidates = [
+    ...(registryChoice ? [registryChoice] : []),
+    ...ALGORITHM_REGISTRY.filter((c) => c.type === e.type && c.id !== e.id).sort(byAdvicePreference),
+  ]
+  if (e.type === 'kem' && policy.hybridModeRequired) {
+    const pq = [e, ...candidates].find((c) => c.postQuantum && entryPasses(policy, sets, c))
+    const classical = [e, ...ALGORITHM_REGISTRY].find(
+      (c) => c.type === 'kem' && c.classical && !sets.forbidden.has(c.id),
+    )
+    return pq && classical
+      ? `use a hybrid such as ${classical.id}+${pq.id}`
+      : 'the policy allows no hybrid key exchange'
+  }
+  const choice = candidates.find((c) => entryPasses(policy, sets, c))
+  return choice ? `use ${choice.id}` : `the policy allows no ${e.type} algorithm`
+}
+
 /** The rules that apply to one algorithm entry under a policy (no hybrid or context rules). */
 function entryRules(policy: CryptoPolicy, sets: PolicySets, e: AlgorithmEntry): PolicyRuleResult[] {
   const rules: PolicyRuleResult[] = [
@@ -392,7 +433,7 @@ function entryRules(policy: CryptoPolicy, sets: PolicySets, e: AlgorithmEntry): 
       passed: policy.allowClassicalFallback,
       detail: policy.allowClassicalFallback
         ? `${e.id} is classical (quantum-vulnerable); allowed as a fallback during migration`
-        : `${e.id} is classical (quantum-vulnerable) and the policy does not allow classical fallback${e.replacement ? `; use ${e.replacement}` : ''}`,
+        : `${e.id} is classical (quantum-vulnerable) and the policy does not allow classical fallback; ${adviseReplacement(policy, sets, e)}`,
     })
   }
   return rules
@@ -476,7 +517,7 @@ export function checkAlgorithm(policy: CryptoPolicy, algorithm: string, context:
       rules.push({
         rule: 'hybrid_mode',
         passed: false,
-        detail: `the policy requires hybrid key exchange; use a hybrid such as x25519+${e.postQuantum ? e.id : 'kyber-1024'}`,
+        detail: `the policy requires hybrid key exchange; ${adviseReplacement(policy, sets, e)}`,
       })
     }
   }

@@ -129,7 +129,9 @@ describe('signing and verifying', () => {
     const key = keys.EdDSA
     for (const bad of [
       claims({ exp: NOW_S - 1, iat: NOW_S }),
-      { ...claims(), scope: 'admin' } as AccessTokenClaims,
+      { ...claims(), role: 'admin' } as AccessTokenClaims,
+      { ...claims(), scope: '' } as AccessTokenClaims,
+      claims({ aud: 'https://api.example.com/mcp#fragment' }),
       claims({ aud: 'everyone' as AccessTokenClaims['aud'] }),
     ]) {
       await expect(signAccessToken(bad, key)).rejects.toMatchObject({

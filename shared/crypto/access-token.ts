@@ -18,6 +18,7 @@
  * failed: fail closed).
  */
 import { z } from 'zod'
+import { AUDIENCES, type Audience } from '../db/schema'
 import { AppError } from '../http/errors'
 import { base64urlDecode, base64urlEncode, utf8, utf8Decode } from './encoding'
 import {
@@ -29,8 +30,7 @@ import {
 import { isJwsAlgorithm, type JwsAlgorithm, SELF_TEST_GROUP, SIGNATURE_BYTES } from './jws-algorithms'
 import { defaultSelfTestSuite, type SelfTestSuite } from './self-test'
 
-export const AUDIENCES = ['platform', 'internal-service', 'external-api'] as const
-export type Audience = (typeof AUDIENCES)[number]
+export { AUDIENCES, type Audience }
 
 /** Longest token accepted (an ML-DSA-87 signature alone is 6,170 base64url characters). */
 export const MAX_TOKEN_LENGTH = 16_384
@@ -39,16 +39,38 @@ export const MAX_LEEWAY_SECONDS = 300
 
 const numericDate = z.int().positive().max(253_402_300_799) // up to 9999-12-31
 
+/**
+ * A resource indicator (RFC 8707) as an audience: the absolute http(s) URL of the one resource a
+ * token from the OAuth authorization server is valid at (e.g. `https://api.example.com/mcp`).
+ */
+export const ResourceAudienceSchema = z
+  .string()
+  .max(2048)
+  .refine((value) => isResourceAudience(value), 'an absolute http(s) URL without fragment')
+
+export function isResourceAudience(value: string): boolean {
+  if (!/^https?:\/\//.test(value)) return false
+  try {
+    return new URL(value).hash === ''
+  } catch {
+    return false
+  }
+}
+
 /** The claims this product issues. Closed: an unknown claim is a bug in the issuer. */
 export const AccessTokenClaimsSchema = z.strictObject({
   sub: z.string().min(1).max(256),
-  aud: z.enum(AUDIENCES),
+  aud: z.union([z.enum(AUDIENCES), ResourceAudienceSchema]),
   iss: z.string().min(1).max(256),
   exp: numericDate,
   iat: numericDate,
   nbf: numericDate.optional(),
   jti: z.string().min(16).max(128),
   tenant_id: z.string().min(1).max(128).optional(),
+  /** OAuth tokens: the granted scopes, space-separated (RFC 8693 §4.2 / RFC 9068 claim). */
+  scope: z.string().min(1).max(1024).optional(),
+  /** OAuth tokens: the client the token was issued to (RFC 9068). */
+  client_id: z.string().min(1).max(256).optional(),
 })
 export type AccessTokenClaims = z.infer<typeof AccessTokenClaimsSchema>
 
@@ -62,6 +84,8 @@ const VerifiedClaimsSchema = z.looseObject({
   nbf: z.number().finite().optional(),
   jti: z.string().min(1),
   tenant_id: z.string().min(1).optional(),
+  scope: z.string().optional(),
+  client_id: z.string().optional(),
 })
 export type VerifiedClaims = z.infer<typeof VerifiedClaimsSchema>
 
@@ -81,8 +105,8 @@ export interface AccessTokenHeader {
 export interface VerifiedAccessToken {
   header: AccessTokenHeader
   claims: VerifiedClaims
-  /** The expected audience that the token's `aud` matched. */
-  audience: Audience
+  /** The expected audience that the token's `aud` matched (a resource URL when `acceptResources`). */
+  audience: Audience | string
 }
 
 /** Looks a verification key up by `kid`; `undefined` means unknown. */
@@ -94,6 +118,11 @@ export interface VerifyAccessTokenOptions {
   /** Algorithms accepted for this request (e.g. from the tenant's crypto policy). */
   allowedAlgorithms: readonly JwsAlgorithm[]
   audience: Audience | readonly Audience[]
+  /**
+   * Also accept a token whose audience is a resource indicator (an absolute http(s) URL); the
+   * caller then checks that it names the resource being called.
+   */
+  acceptResources?: boolean
   issuer: string | readonly string[]
   /** Clock skew tolerated for exp / nbf / iat, 0..300 s. Default 30. */
   leewaySeconds?: number
@@ -134,10 +163,13 @@ function decodeJsonSegment(segment: string, what: string): unknown {
 /** Claims for a new token: `iat` now, `exp` after `ttlSeconds`, a random `jti`. */
 export function buildAccessTokenClaims(input: {
   sub: string
-  aud: Audience
+  /** One of the audiences, or the resource URL an OAuth token is bound to. */
+  aud: Audience | string
   iss: string
   ttlSeconds: number
   tenantId?: string
+  scope?: string
+  clientId?: string
   now?: Date
 }): AccessTokenClaims {
   const iat = Math.floor((input.now ?? new Date()).getTime() / 1000)
@@ -150,6 +182,8 @@ export function buildAccessTokenClaims(input: {
     jti: crypto.randomUUID(),
   }
   if (input.tenantId !== undefined) claims.tenant_id = input.tenantId
+  if (input.scope !== undefined) claims.scope = input.scope
+  if (input.clientId !== undefined) claims.client_id = input.clientId
   return claims
 }
 
@@ -342,7 +376,9 @@ export async function verifyAccessToken(
   const expected: readonly Audience[] =
     typeof options.audience === 'string' ? [options.audience] : options.audience
   const tokenAudiences = typeof claims.aud === 'string' ? [claims.aud] : claims.aud
-  const audience = expected.find((a) => tokenAudiences.includes(a))
+  const audience =
+    expected.find((a) => tokenAudiences.includes(a)) ??
+    (options.acceptResources ? tokenAudiences.find(isResourceAudience) : undefined)
   if (!audience) {
     throw new AppError(
       403,

@@ -47,11 +47,8 @@ export function hexToBytes(hex: string): Uint8Array<ArrayBuffer> {
   return out
 }
 
-export function bytesToHex(bytes: Uint8Array): string {
-  let hex = ''
-  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0')
-  return hex
-}
+/** Lower-case hex, noble's (the one hex encoder in the tree). */
+export { bytesToHex } from '@noble/hashes/utils.js'
 
 /** The bytes in a buffer of their own: what WebCrypto's BufferSource accepts under every lib typing. */
 export function ownBytes(bytes: Uint8Array): Uint8Array<ArrayBuffer> {

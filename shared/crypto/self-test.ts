@@ -16,12 +16,12 @@
  * (the whole suite costs ~100 ms of CPU warm, 200-300 ms on a cold isolate; one group 5-40 ms).
  */
 import { argon2id } from '@noble/hashes/argon2.js'
-import { sha256 } from '@noble/hashes/sha2.js'
 import { shake256 } from '@noble/hashes/sha3.js'
 import { ml_dsa44, ml_dsa65, ml_dsa87 } from '@noble/post-quantum/ml-dsa.js'
 import { ml_kem768 } from '@noble/post-quantum/ml-kem.js'
 import { slh_dsa_shake_128f } from '@noble/post-quantum/slh-dsa.js'
 import { AppError } from '../http/errors'
+import { sha256Hex } from './digests'
 import { base64urlEncode, bytesToHex, constantTimeEqual, hexToBytes } from './encoding'
 import {
   type MlDsaKeyGenVector,
@@ -83,8 +83,6 @@ interface SelfTestCase {
   /** Returns a failure description, or null when the test passed. */
   run(): Promise<string | null> | string | null
 }
-
-const sha256Hex = (bytes: Uint8Array) => bytesToHex(sha256(bytes))
 
 function expectHex(label: string, actual: string, expected: string): string | null {
   return constantTimeEqual(hexToBytes(actual), hexToBytes(expected))

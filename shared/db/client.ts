@@ -16,6 +16,8 @@
  */
 import { Client, neonConfig, Pool, type PoolClient } from '@neondatabase/serverless'
 import { drizzle, type NeonDatabase } from 'drizzle-orm/neon-serverless'
+import { z } from 'zod'
+import { envReader, wholeNumberVar } from '../config/worker-env'
 import { AppError } from '../http/errors'
 import * as schema from './schema'
 
@@ -35,13 +37,18 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000
  */
 export const CLIENT_GRACE_MS = 2_000
 
-/** DATABASE_STATEMENT_TIMEOUT_MS as a positive whole number of milliseconds (else the default). */
+/** The env every worker with data reads, beside its own (its part of each worker's env schema). */
+export const DATABASE_VARS = {
+  DATABASE_STATEMENT_TIMEOUT_MS: wholeNumberVar(DEFAULT_STATEMENT_TIMEOUT_MS),
+}
+const databaseSettings = envReader('database', z.object(DATABASE_VARS))
+
+/**
+ * DATABASE_STATEMENT_TIMEOUT_MS in milliseconds: a positive whole number, default 10000; any other
+ * value is a 503 naming it (shared/config/worker-env.ts), never the default.
+ */
 export function statementTimeoutMs(env: Pick<DatabaseEnv, 'DATABASE_STATEMENT_TIMEOUT_MS'>): number {
-  const value = env.DATABASE_STATEMENT_TIMEOUT_MS
-  const n = Number(value)
-  return value !== undefined && value.trim() !== '' && Number.isInteger(n) && n > 0
-    ? n
-    : DEFAULT_STATEMENT_TIMEOUT_MS
+  return databaseSettings(env).DATABASE_STATEMENT_TIMEOUT_MS
 }
 
 /** The driver's message for a query that missed the client deadline (node-postgres `query_timeout`). */

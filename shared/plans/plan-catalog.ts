@@ -28,13 +28,16 @@ export type PlanFeature = (typeof PLAN_FEATURES)[number]
 
 /**
  * Paid tools metered like models, each in its own unit: a web search is one request to a search
- * provider; a transcription is billed by the seconds of audio it transcribed.
+ * provider; a transcription is billed by the seconds of audio it transcribed; `real_qpu` is one
+ * reasoning job's run on real quantum hardware (one provider job, its shots included): the plan's
+ * monthly quantum allowance (docs/quantum-selector.md). Its name is the plan feature that gates it.
  */
-export const METERED_TOOLS = ['web_search', 'transcription'] as const
+export const METERED_TOOLS = ['web_search', 'transcription', 'real_qpu'] as const
 export type MeteredTool = (typeof METERED_TOOLS)[number]
 export const METERED_TOOL_UNITS: Readonly<Record<MeteredTool, 'requests' | 'seconds'>> = {
   web_search: 'requests',
   transcription: 'seconds',
+  real_qpu: 'requests',
 }
 
 /** Subject domains gated by tier ("domain_tier_required"). */
@@ -70,6 +73,11 @@ export const BillingPlanSchema = z
     requestsPerMinute: z.int().positive(),
     tokensPerMinute: z.int().positive(),
     documentAllowance: Count,
+    /**
+     * Reasoning jobs a tenant may have queued or running at once; one more is refused (429).
+     * Optional in a PLAN_CATALOG override (default 10).
+     */
+    reasoningQueueLimit: z.int().positive().default(10),
   })
   .strict()
 export type BillingPlan = z.infer<typeof BillingPlanSchema>
@@ -113,7 +121,7 @@ export type PlanCatalog = z.infer<typeof PlanCatalogSchema>
 export const PLAN_CATALOG_CONFIG = {
   version: '2026-11-01',
   consoleUrl: 'https://console.svc.example',
-  toolPrices: { web_search: '0.005', transcription: '0.0001' },
+  toolPrices: { web_search: '0.005', transcription: '0.0001', real_qpu: '3.30' },
   plans: [
     {
       id: 'free',
@@ -133,6 +141,7 @@ export const PLAN_CATALOG_CONFIG = {
       requestsPerMinute: 20,
       tokensPerMinute: 40_000,
       documentAllowance: 0,
+      reasoningQueueLimit: 2,
     },
     {
       id: 'pro',
@@ -152,6 +161,7 @@ export const PLAN_CATALOG_CONFIG = {
       requestsPerMinute: 120,
       tokensPerMinute: 400_000,
       documentAllowance: 100,
+      reasoningQueueLimit: 5,
     },
     {
       id: 'team',
@@ -171,6 +181,7 @@ export const PLAN_CATALOG_CONFIG = {
       requestsPerMinute: 600,
       tokensPerMinute: 2_000_000,
       documentAllowance: 1_000,
+      reasoningQueueLimit: 20,
     },
     {
       id: 'enterprise',
@@ -179,7 +190,7 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: null,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive', 'svc-swarm'],
       modelAllowances: {},
-      toolAllowances: {},
+      toolAllowances: { real_qpu: 100 },
       features: ['thinking', 'retrieval', 'web_search', 'real_qpu', 'agent_runs', 'transcription', 'mcp'],
       domains: ['general', 'code', 'research', 'security', 'quantum'],
       monthlyTokenAllowance: null,
@@ -190,6 +201,7 @@ export const PLAN_CATALOG_CONFIG = {
       requestsPerMinute: 3_000,
       tokensPerMinute: 10_000_000,
       documentAllowance: 100_000,
+      reasoningQueueLimit: 200,
     },
   ],
 } as const satisfies z.input<typeof PlanCatalogSchema>
@@ -203,21 +215,54 @@ export const PLAN_CATALOG: PlanCatalog = parsePlanCatalog(PLAN_CATALOG_CONFIG)
 
 /** Env var that replaces the built-in catalog for a deployment (same JSON shape as PLAN_CATALOG_CONFIG). */
 export const PLAN_CATALOG_VAR = 'PLAN_CATALOG'
+/**
+ * Env var naming this deployment's workspace console (e.g. `https://api.example.com/console`): the
+ * base of the URLs in upgrade actions, replacing the catalog's `consoleUrl`, so those links open
+ * real console pages (`/billing/plans`, `/billing/usage-credits`, ...). `npm start` sets it to the
+ * local gateway's `/console`.
+ */
+export const CONSOLE_URL_VAR = 'CONSOLE_URL'
 
 let envCatalog: { raw: string; catalog: PlanCatalog } | null = null
+let withConsole: { base: PlanCatalog; url: string; catalog: PlanCatalog } | null = null
 
 /** The part of a worker's env the catalog is read from. */
 export interface PlanCatalogEnv {
   readonly [PLAN_CATALOG_VAR]?: unknown
+  readonly [CONSOLE_URL_VAR]?: unknown
+}
+
+const ConsoleUrlSchema = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''))
+
+/** The catalog with the deployment's console as the base of its upgrade links (CONSOLE_URL). */
+function atConsole(catalog: PlanCatalog, env: PlanCatalogEnv): PlanCatalog {
+  const raw = env[CONSOLE_URL_VAR]
+  if (raw === undefined || raw === null || raw === '') return catalog
+  if (withConsole?.base === catalog && withConsole.url === raw) return withConsole.catalog
+  const parsed = ConsoleUrlSchema.safeParse(raw)
+  if (!parsed.success) {
+    throw new AppError(
+      503,
+      'plan_catalog_invalid',
+      `The plan catalog is misconfigured on this deployment (${CONSOLE_URL_VAR} is not an http(s) URL). The operator must fix it; retrying will not help until then.`,
+      { internalMessage: `${CONSOLE_URL_VAR} is invalid: ${JSON.stringify(raw)}` },
+    )
+  }
+  withConsole = { base: catalog, url: String(raw), catalog: { ...catalog, consoleUrl: parsed.data } }
+  return withConsole.catalog
 }
 
 /**
  * The deployment's catalog: `PLAN_CATALOG` (JSON, validated with the same schema; parsed once
  * per isolate) when set, otherwise the built-in one. Plan ids must stay those of the tenants
- * table (free, pro, team, enterprise). An invalid value is an operator error: 503
- * `plan_catalog_invalid` whose log line names every problem.
+ * table (free, pro, team, enterprise). With `CONSOLE_URL` set, its upgrade links point there. An
+ * invalid value is an operator error: 503 `plan_catalog_invalid` whose log line names every problem.
  */
 export function planCatalogFromEnv(env: PlanCatalogEnv): PlanCatalog {
+  return atConsole(configuredCatalog(env), env)
+}
+
+function configuredCatalog(env: PlanCatalogEnv): PlanCatalog {
   const raw = env[PLAN_CATALOG_VAR]
   if (raw === undefined || raw === null || raw === '') return PLAN_CATALOG
   const text = typeof raw === 'string' ? raw : JSON.stringify(raw)

@@ -18,6 +18,7 @@ import {
   PLAN_CATALOG,
   PLAN_CATALOG_CONFIG,
   parsePlanCatalog,
+  planCatalogFromEnv,
 } from './plan-catalog'
 import {
   ActionRequiredBodySchema,
@@ -332,5 +333,55 @@ describe('plan catalog', () => {
 
   it('returns AppError instances usable by every worker', () => {
     expect(actionRequiredError(decisions.feature_required!, o)).toBeInstanceOf(AppError)
+  })
+})
+
+describe('upgrade links point at the deployment console (CONSOLE_URL)', () => {
+  it("every action URL of every reason starts with the deployment's console", () => {
+    const catalog = planCatalogFromEnv({ CONSOLE_URL: 'https://api.example.com/console/' })
+    expect(catalog.consoleUrl).toBe('https://api.example.com/console')
+    const paths = new Set<string>()
+    for (const decision of [
+      checkModelAccess(free, 'svc-hive', { catalog })!,
+      checkTokenAllowance(
+        free,
+        {
+          usedTokens: 200_000,
+          resetsAt: '2026-12-01T00:00:00Z',
+          usageCreditsEnabled: false,
+          creditBalanceCents: 0,
+          overageSpentCents: 0,
+        },
+        { catalog },
+      )!,
+      checkModelAllowance(
+        pro,
+        'svc-buzz',
+        { usedTokens: 1_000_000, resetsAt: '2026-12-01T00:00:00Z', usageCreditsEnabled: false },
+        { catalog },
+      )!,
+    ]) {
+      for (const action of decision.actions) {
+        if (action.url === null) continue
+        expect(action.url.startsWith('https://api.example.com/console/')).toBe(true)
+        paths.add(new URL(action.url).pathname)
+      }
+    }
+    // The console serves each of these (functions/gateway/src/console/pages/plans.tsx).
+    for (const path of paths) {
+      expect([
+        '/console/billing/plans',
+        '/console/billing/usage-credits',
+        '/console/billing/add-ons',
+        '/console/contact-sales',
+      ]).toContain(path)
+    }
+    expect(planCatalogFromEnv({})).toBe(PLAN_CATALOG)
+  })
+
+  it('refuses a CONSOLE_URL that is not an http(s) URL, as a misconfiguration', () => {
+    expect(() => planCatalogFromEnv({ CONSOLE_URL: 'console.example.com' })).toThrowError(
+      expect.objectContaining({ status: 503, code: 'plan_catalog_invalid' }),
+    )
   })
 })

@@ -10,6 +10,7 @@
  *   (`system_fingerprint`, `service_tier`, `logprobs`, ...) that clients expect to receive.
  */
 import { z } from 'zod'
+import { isWireUsage } from './chat-wire.validator.generated'
 
 export const CHAT_ROLES = ['system', 'user', 'assistant', 'tool'] as const
 export type ChatRole = (typeof CHAT_ROLES)[number]
@@ -113,32 +114,6 @@ export const WireUsageSchema = z
   .loose()
 export type WireUsage = z.infer<typeof WireUsageSchema>
 
-const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0
-const isNullish = (v: unknown): v is null | undefined => v === undefined || v === null
-/** Absent, or an object whose `key` is absent or a count (the details objects are loose). */
-function detailsOk(v: unknown, key: string): boolean {
-  if (isNullish(v)) return true
-  if (typeof v !== 'object' || Array.isArray(v)) return false
-  const inner = (v as Record<string, unknown>)[key]
-  return isNullish(inner) || isCount(inner)
-}
-
-/**
- * WireUsageSchema checked by hand (zod's generic path is slow inside workerd; see wire-check.ts):
- * true only for values the schema accepts, and the schema returns them unchanged (it is loose).
- */
-export function looksLikeWireUsage(raw: unknown): raw is WireUsage {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return false
-  const u = raw as Record<string, unknown>
-  return (
-    isCount(u.prompt_tokens) &&
-    isCount(u.completion_tokens) &&
-    (u.total_tokens === undefined || isCount(u.total_tokens)) &&
-    detailsOk(u.prompt_tokens_details, 'cached_tokens') &&
-    detailsOk(u.completion_tokens_details, 'reasoning_tokens')
-  )
-}
-
 const WireToolCallDeltaSchema = z
   .object({
     index: z.number().int().nonnegative(),
@@ -240,7 +215,9 @@ export interface NormalizedUsage {
 
 export function normalizeUsage(raw: unknown): NormalizedUsage | null {
   let u: WireUsage
-  if (looksLikeWireUsage(raw)) u = raw
+  // The validator generated from WireUsageSchema accepts exactly what it accepts (the schema is
+  // loose and transforms nothing, so its output is the input); zod is left for the rare refusal.
+  if (isWireUsage(raw)) u = raw as WireUsage
   else {
     const parsed = WireUsageSchema.safeParse(raw)
     if (!parsed.success) return null

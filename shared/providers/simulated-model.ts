@@ -18,7 +18,14 @@
  *   medium 64, high 256, xhigh 512, max 1024, ultracode 2048) that count toward the limit and
  *   are reported in completion_tokens_details.reasoning_tokens.
  * - `n` choices, each different. Usage is counted with the same tokenizer as live estimates.
+ * - `logprobs: true`: each text choice carries OpenAI's `logprobs.content`, one entry per token of
+ *   the reply (`token`, `logprob`, `bytes`, `top_logprobs`: the token itself when `top_logprobs`
+ *   asks for any), with logprobs drawn from the same seeded generator (between -4 and 0, most
+ *   near 0), so they differ between choices and seeds and never between two identical requests.
+ *   JSON answers only; streamed chunks carry `logprobs: null`.
  */
+
+import { canonicalJson, sha256Hex } from '../crypto/digests'
 import {
   type ChatFunctionTool,
   contentText,
@@ -60,6 +67,13 @@ export interface SimulatedChoice {
   readonly finishReason: SimulatedFinishReason
   readonly reasoningTokens: number
   readonly completionTokens: number
+  /** Per-token logprobs of `content` when the request asked for them (`logprobs: true`). */
+  readonly logprobs: readonly SimulatedTokenLogprob[] | null
+}
+
+export interface SimulatedTokenLogprob {
+  readonly token: string
+  readonly logprob: number
 }
 
 export interface SimulatedCompletion {
@@ -71,23 +85,11 @@ export interface SimulatedCompletion {
 
 const IGNORED_FOR_FINGERPRINT = new Set(['stream', 'stream_options', 'user', 'metadata'])
 
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
 export async function requestFingerprint(request: ProviderChatRequest): Promise<string> {
   const relevant = Object.fromEntries(
     Object.entries(request).filter(([key]) => !IGNORED_FOR_FINGERPRINT.has(key)),
   )
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonicalJson(relevant)))
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
+  return sha256Hex(canonicalJson(relevant))
 }
 
 /** mulberry32: a small deterministic PRNG seeded from the fingerprint. */
@@ -232,6 +234,7 @@ export async function planSimulatedCompletion(
         finishReason: cut ? 'length' : 'tool_calls',
         reasoningTokens,
         completionTokens: reasoningTokens + countTextTokens(text),
+        logprobs: null,
       })
       continue
     }
@@ -245,6 +248,8 @@ export async function planSimulatedCompletion(
       finishReason: cut ? 'length' : 'stop',
       reasoningTokens,
       completionTokens: reasoningTokens + countTextTokens(content),
+      logprobs:
+        request.logprobs === true ? tokenLogprobs(content, seededRandom(fingerprint, 1000 + index)) : null,
     })
   }
   const completionTokens = choices.reduce((sum, c) => sum + c.completionTokens, 0)
@@ -257,9 +262,35 @@ export async function planSimulatedCompletion(
   return { fingerprint, choices, usage }
 }
 
-const SYSTEM_FINGERPRINT = 'fp_svc_test_mode'
+/** One entry per token of `text`, logprobs skewed towards 0 (a confident model). */
+function tokenLogprobs(text: string, random: () => number): SimulatedTokenLogprob[] {
+  return splitByTokens(text, 1).map((token) => ({
+    token,
+    logprob: -Math.round(4 * random() ** 3 * 1e6) / 1e6,
+  }))
+}
 
-function completionBody(plan: SimulatedCompletion, alias: string, id: string, created: number): unknown {
+const SYSTEM_FINGERPRINT = 'fp_svc_test_mode'
+const utf8 = new TextEncoder()
+
+function logprobsBody(choice: SimulatedChoice, topLogprobs: number): unknown {
+  if (!choice.logprobs) return null
+  return {
+    content: choice.logprobs.map(({ token, logprob }) => {
+      const bytes = [...utf8.encode(token)]
+      return { token, logprob, bytes, top_logprobs: topLogprobs > 0 ? [{ token, logprob, bytes }] : [] }
+    }),
+    refusal: null,
+  }
+}
+
+function completionBody(
+  plan: SimulatedCompletion,
+  alias: string,
+  id: string,
+  created: number,
+  topLogprobs: number,
+): unknown {
   return {
     id,
     object: 'chat.completion',
@@ -284,7 +315,7 @@ function completionBody(plan: SimulatedCompletion, alias: string, id: string, cr
             }
           : {}),
       },
-      logprobs: null,
+      logprobs: logprobsBody(choice, topLogprobs),
       finish_reason: choice.finishReason,
     })),
     usage: toWireUsage(plan.usage),
@@ -365,7 +396,8 @@ export async function simulateChatCompletion(
   const created = Math.floor((options.now ?? Date.now)() / 1000)
   const headers = { 'x-request-id': `req_test_${plan.fingerprint.slice(0, 24)}` }
   if (!request.stream) {
-    return new Response(JSON.stringify(completionBody(plan, options.alias, id, created)), {
+    const topLogprobs = typeof request.top_logprobs === 'number' ? request.top_logprobs : 0
+    return new Response(JSON.stringify(completionBody(plan, options.alias, id, created, topLogprobs)), {
       headers: { ...headers, 'content-type': 'application/json' },
     })
   }

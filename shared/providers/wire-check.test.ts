@@ -1,16 +1,11 @@
 import { describe, expect, it } from 'vitest'
+import { ChatCompletionChunkSchema, ChatCompletionSchema, WireUsageSchema } from './chat-wire'
 import {
-  ChatCompletionChunkSchema,
-  ChatCompletionSchema,
-  looksLikeWireUsage,
-  WireUsageSchema,
-} from './chat-wire'
-import {
-  looksLikeChatCompletion,
-  looksLikeChatCompletionChunk,
-  readChatCompletion,
-  readChatCompletionChunk,
-} from './wire-check'
+  isChatCompletion as looksLikeChatCompletion,
+  isChatCompletionChunk as looksLikeChatCompletionChunk,
+  isWireUsage as looksLikeWireUsage,
+} from './chat-wire.validator.generated'
+import { readChatCompletion, readChatCompletionChunk } from './wire-check'
 
 const usage = {
   prompt_tokens: 19,

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest'
-import { FAMILIES, FAMILY_TOKEN_AUDIENCES, pathEncodingProblem, ROUTES, RouteTable } from './route-table'
+import {
+  FAMILIES,
+  FAMILY_TOKEN_AUDIENCES,
+  pathEncodingProblem,
+  ROUTES,
+  RouteTable,
+  tokenAudiencesOf,
+} from './route-table'
 
 const table = new RouteTable()
 
@@ -68,6 +75,12 @@ describe('RouteTable', () => {
       'POST /auth/login',
       'POST /auth/token/refresh',
       'GET /.well-known/jwks.json',
+      // The OAuth authorization server for MCP clients (metadata, registration, authorization, token).
+      'GET /.well-known/oauth-authorization-server',
+      'POST /oauth/register',
+      'GET /oauth/authorize',
+      'POST /oauth/authorize',
+      'POST /oauth/token',
       // The audit logs' verification keys and the spec's "public pages" (conformance, entropy).
       'GET /platform/v1/audit-log/keys',
       'GET /trust/conformance',
@@ -79,12 +92,13 @@ describe('RouteTable', () => {
     const audiencesOf = (method: string, path: string) => {
       const found = table.lookup(method, path)
       if (found.kind !== 'match') throw new Error(`${method} ${path} did not match`)
-      return FAMILY_TOKEN_AUDIENCES[found.match.route.family]
+      return tokenAudiencesOf(found.match.route)
     }
     expect(audiencesOf('POST', '/svc/chat/completions')).toEqual(['external-api', 'platform'])
     expect(audiencesOf('POST', '/mcp')).toEqual(['external-api', 'platform'])
     expect(audiencesOf('GET', '/platform/v1/crypto/policy')).toEqual(['platform', 'internal-service'])
     expect(audiencesOf('POST', '/otlp/v1/traces')).toEqual(['internal-service'])
+    expect(audiencesOf('GET', '/platform/v1/telemetry/ingestions')).toEqual(['platform', 'internal-service'])
     for (const route of ROUTES.filter((r) => r.access === 'credential')) {
       expect(FAMILY_TOKEN_AUDIENCES[route.family].length, `${route.method} ${route.path}`).toBeGreaterThan(0)
     }

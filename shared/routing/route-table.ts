@@ -34,12 +34,15 @@ export const FAMILY_BINDING = {
 
 /**
  * Access-token audiences accepted per family (a token for another audience gets 403
- * `token_wrong_audience`). API keys are accepted on every credential route: the spec requires them
- * on all /svc routes and /mcp; on /platform they carry the key's role (owner/admin keys may change
- * the crypto policy); on /otlp a workspace API key serves as the "configured observability token".
+ * `token_wrong_audience`). API keys are accepted on every credential route but /otlp: the spec
+ * requires them on all /svc routes and /mcp; on /platform they carry the key's role (owner/admin
+ * keys may change the crypto policy). /otlp takes the spec's "configured observability token" (a
+ * per-workspace `svc_ot_…` token, `credentials: 'ingestion'`) instead of API keys.
  * - /svc/** and /mcp: `external-api` (service accounts calling the API) and `platform` (users).
  * - /platform/v1/**: `platform` (users) and `internal-service` (service accounts).
- * - /otlp/**: `internal-service` only (spec: "a service JWT whose audience is internal-service").
+ * - /otlp/**: `internal-service` only (spec: "a service JWT whose audience is internal-service"),
+ *   set on those routes (`audiences`); the telemetry family's /platform/v1/telemetry reads take
+ *   the platform audiences.
  * Families with public routes only (models, auth) accept no token.
  */
 export const FAMILY_TOKEN_AUDIENCES: Readonly<Record<Family, readonly Audience[]>> = {
@@ -50,13 +53,18 @@ export const FAMILY_TOKEN_AUDIENCES: Readonly<Record<Family, readonly Audience[]
   reasoning: ['external-api', 'platform'],
   mcp: ['external-api', 'platform'],
   auth: [],
-  telemetry: ['internal-service'],
+  telemetry: ['platform', 'internal-service'],
   platform: ['platform', 'internal-service'],
+}
+
+/** The access-token audiences a route accepts: its own when it names them, else its family's. */
+export function tokenAudiencesOf(route: RouteSpec): readonly Audience[] {
+  return route.audiences ?? FAMILY_TOKEN_AUDIENCES[route.family]
 }
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 
-export type BodyKind = 'json' | 'multipart' | 'otlp' | 'any'
+export type BodyKind = 'json' | 'form' | 'multipart' | 'otlp' | 'any'
 
 export interface RouteSpec {
   method: HttpMethod
@@ -66,6 +74,14 @@ export interface RouteSpec {
   /** `public`: no credential; `credential`: API key or access token required. */
   access: 'public' | 'credential'
   body?: { kind: BodyKind; maxBytes: number }
+  /** Access-token audiences of this route when they differ from its family's. */
+  audiences?: readonly Audience[]
+  /**
+   * `ingestion`: the OTLP routes, which take observability tokens and access tokens of their
+   * audiences but not API keys (a general key must not open ingestion). Every other credential
+   * route takes API keys and access tokens, and refuses observability tokens.
+   */
+  credentials?: 'ingestion'
 }
 
 const KiB = 1024
@@ -84,6 +100,10 @@ export const BODY_LIMITS = {
 } as const
 
 const json = (maxBytes: number) => ({ kind: 'json' as const, maxBytes })
+const form = (maxBytes: number) => ({ kind: 'form' as const, maxBytes })
+
+/** OTLP ingestion: service JWTs with audience internal-service (spec 001, Authentication 4). */
+const OTLP_AUDIENCES: readonly Audience[] = ['internal-service']
 
 export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/svc/models', family: 'models', access: 'public' },
@@ -143,6 +163,9 @@ export const ROUTES: readonly RouteSpec[] = [
     access: 'credential',
     body: json(BODY_LIMITS.small),
   },
+  // Extensions beyond the spec (documented in docs/retrieval.md): a document's chunks, and deletion.
+  { method: 'GET', path: '/svc/documents/:id', family: 'knowledge', access: 'credential' },
+  { method: 'DELETE', path: '/svc/documents/:id', family: 'knowledge', access: 'credential' },
   { method: 'GET', path: '/svc/memories', family: 'knowledge', access: 'credential' },
   {
     method: 'POST',
@@ -169,8 +192,43 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   { method: 'GET', path: '/svc/quantum-reasoning/jobs/:jobId', family: 'reasoning', access: 'credential' },
   { method: 'DELETE', path: '/svc/quantum-reasoning/jobs/:jobId', family: 'reasoning', access: 'credential' },
+  // QPU provider connections for byopa_managed jobs (functions/reasoning/src/provider-connections.ts).
+  {
+    method: 'GET',
+    path: '/svc/quantum-reasoning/provider-connections',
+    family: 'reasoning',
+    access: 'credential',
+  },
+  {
+    method: 'POST',
+    path: '/svc/quantum-reasoning/provider-connections',
+    family: 'reasoning',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
+    method: 'GET',
+    path: '/svc/quantum-reasoning/provider-connections/:connectionId',
+    family: 'reasoning',
+    access: 'credential',
+  },
+  {
+    method: 'POST',
+    path: '/svc/quantum-reasoning/provider-connections/:connectionId/test',
+    family: 'reasoning',
+    access: 'credential',
+  },
+  {
+    method: 'DELETE',
+    path: '/svc/quantum-reasoning/provider-connections/:connectionId',
+    family: 'reasoning',
+    access: 'credential',
+  },
 
   { method: 'POST', path: '/mcp', family: 'mcp', access: 'credential', body: json(BODY_LIMITS.mcp) },
+  // Streamable HTTP's session operations: this server is stateless, the MCP worker answers 405.
+  { method: 'GET', path: '/mcp', family: 'mcp', access: 'credential' },
+  { method: 'DELETE', path: '/mcp', family: 'mcp', access: 'credential' },
   { method: 'GET', path: '/oauth/protected-resource', family: 'mcp', access: 'public' },
   { method: 'GET', path: '/.well-known/oauth-protected-resource', family: 'mcp', access: 'public' },
   { method: 'GET', path: '/.well-known/oauth-protected-resource/mcp', family: 'mcp', access: 'public' },
@@ -191,6 +249,24 @@ export const ROUTES: readonly RouteSpec[] = [
     body: json(BODY_LIMITS.small),
   },
   { method: 'GET', path: '/.well-known/jwks.json', family: 'auth', access: 'public' },
+  // The OAuth 2.1 authorization server for MCP clients (functions/auth/src/oauth).
+  { method: 'GET', path: '/.well-known/oauth-authorization-server', family: 'auth', access: 'public' },
+  {
+    method: 'POST',
+    path: '/oauth/register',
+    family: 'auth',
+    access: 'public',
+    body: json(BODY_LIMITS.small),
+  },
+  { method: 'GET', path: '/oauth/authorize', family: 'auth', access: 'public' },
+  {
+    method: 'POST',
+    path: '/oauth/authorize',
+    family: 'auth',
+    access: 'public',
+    body: form(BODY_LIMITS.small),
+  },
+  { method: 'POST', path: '/oauth/token', family: 'auth', access: 'public', body: form(BODY_LIMITS.small) },
 
   {
     method: 'POST',
@@ -198,6 +274,8 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'telemetry',
     access: 'credential',
     body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp },
+    audiences: OTLP_AUDIENCES,
+    credentials: 'ingestion',
   },
   {
     method: 'POST',
@@ -205,6 +283,8 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'telemetry',
     access: 'credential',
     body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp },
+    audiences: OTLP_AUDIENCES,
+    credentials: 'ingestion',
   },
   {
     method: 'POST',
@@ -212,6 +292,34 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'telemetry',
     access: 'credential',
     body: { kind: 'otlp', maxBytes: BODY_LIMITS.otlp },
+    audiences: OTLP_AUDIENCES,
+    credentials: 'ingestion',
+  },
+
+  // Telemetry: the tenant's retained ingestion results and the receiver's operational status.
+  { method: 'GET', path: '/platform/v1/telemetry/ingestions', family: 'telemetry', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/telemetry/status', family: 'telemetry', access: 'credential' },
+  // Observability tokens (OTLP ingestion credentials): owners and admins manage them.
+  { method: 'GET', path: '/platform/v1/observability-tokens', family: 'telemetry', access: 'credential' },
+  {
+    method: 'POST',
+    path: '/platform/v1/observability-tokens',
+    family: 'telemetry',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
+    method: 'POST',
+    path: '/platform/v1/observability-tokens/:tokenId/rotate',
+    family: 'telemetry',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
+    method: 'DELETE',
+    path: '/platform/v1/observability-tokens/:tokenId',
+    family: 'telemetry',
+    access: 'credential',
   },
 
   { method: 'GET', path: '/platform/v1/crypto/policy', family: 'platform', access: 'credential' },
@@ -282,6 +390,44 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'platform',
     access: 'credential',
   },
+  // API-key management (functions/platform/src/api-keys.ts).
+  { method: 'GET', path: '/platform/v1/api-keys', family: 'platform', access: 'credential' },
+  {
+    method: 'POST',
+    path: '/platform/v1/api-keys',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  { method: 'GET', path: '/platform/v1/api-keys/:keyId', family: 'platform', access: 'credential' },
+  {
+    method: 'POST',
+    path: '/platform/v1/api-keys/:keyId/rotate',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  { method: 'DELETE', path: '/platform/v1/api-keys/:keyId', family: 'platform', access: 'credential' },
+  // Workspace, plans, billing and usage (functions/platform/src/workspace.ts, usage.ts).
+  { method: 'GET', path: '/platform/v1/workspace', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/plans', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/billing', family: 'platform', access: 'credential' },
+  {
+    method: 'PATCH',
+    path: '/platform/v1/billing',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
+    method: 'POST',
+    path: '/platform/v1/billing/plan',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  { method: 'GET', path: '/platform/v1/usage', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/usage/requests', family: 'platform', access: 'credential' },
 ]
 
 export interface RouteMatch {

@@ -9,7 +9,13 @@ import { HTTPException } from 'hono/http-exception'
 import { isJsonContentType, parseJsonBody, readJsonText } from '../http/body'
 import { AppError, toAppError } from '../http/errors'
 import { validationError } from '../http/validation'
-import { bodyTextOf, type Identity, type RequestContext, requestContextOf } from './request-context'
+import {
+  bodyTextOf,
+  type Identity,
+  type RequestContext,
+  requestContextOf,
+  requireIdentity,
+} from './request-context'
 
 export interface FamilyVariables {
   request: RequestContext
@@ -45,7 +51,17 @@ export function logError(requestId: string, err: AppError): void {
   }
 }
 
-export function createFamilyApp<Bindings extends object>() {
+export interface FamilyAppOptions {
+  /**
+   * Path prefixes whose bodies the routes read themselves, whatever their Content-Type (OTLP
+   * JSON is validated, size-limited after decompression and forwarded byte for byte by the
+   * telemetry family), so the JSON body is not read ahead for them.
+   */
+  rawBodyPrefixes?: readonly string[]
+}
+
+export function createFamilyApp<Bindings extends object>(options: FamilyAppOptions = {}) {
+  const rawBodyPrefixes = options.rawBodyPrefixes ?? []
   const app = new OpenAPIHono<FamilyEnv<Bindings>>({
     defaultHook: async (result, c) => {
       if (!result.success) throw validationError(result.error, await inputOf(c, result.target))
@@ -63,7 +79,11 @@ export function createFamilyApp<Bindings extends object>() {
     c.set('request', context)
     // Prepared headers go onto every response the app builds (no copy of a finished response).
     c.header('x-request-id', context.requestId)
-    if (BODY_METHODS.has(c.req.method) && isJsonContentType(c.req.header('content-type') ?? null)) {
+    if (
+      BODY_METHODS.has(c.req.method) &&
+      isJsonContentType(c.req.header('content-type') ?? null) &&
+      !rawBodyPrefixes.some((prefix) => c.req.path.startsWith(prefix))
+    ) {
       const text =
         bodyTextOf(c.req.raw) ?? (await readJsonText(c.req.raw, context.maxBodyBytes || DEFAULT_MAX_BODY))
       const json = parseJsonBody(text)
@@ -100,7 +120,5 @@ export function createFamilyApp<Bindings extends object>() {
 
 /** The authenticated identity; the gateway guarantees it on credential routes. */
 export function identityOf(c: Context<FamilyEnv<object>>): Identity {
-  const identity = c.get('request').identity
-  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
-  return identity
+  return requireIdentity(c.get('request'))
 }

@@ -7,7 +7,6 @@
  */
 import { WorkerEntrypoint } from 'cloudflare:workers'
 import { AppError } from '../http/errors'
-import { answerDirectly, type DirectRoutes } from './direct-routes'
 import {
   type FamilyResponse,
   type FamilyRpc,
@@ -42,8 +41,6 @@ function withRequestId(response: Response, requestId: string): Response {
 
 export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<Env> implements FamilyRpc {
   protected abstract readonly app: FamilyApp<Env>
-  /** Bodiless GET routes answered from plain values, without the Hono app (direct-routes.ts). */
-  protected readonly directRoutes: DirectRoutes | null = null
 
   override async fetch(): Promise<Response> {
     return new AppError(
@@ -54,25 +51,19 @@ export abstract class FamilyEntrypoint<Env = unknown> extends WorkerEntrypoint<E
   }
 
   /**
-   * RPC for the gateway: one forwarded request, answered with plain values (family-rpc.ts): a
-   * direct route by its handler, anything else by the family's Hono app.
+   * RPC for the gateway: one forwarded request, answered with plain values (family-rpc.ts). The one
+   * dispatch path of every family: its Hono app routes, validates and renders errors (family-app.ts).
    */
   async handle(forwarded: ForwardedRequest): Promise<FamilyResponse> {
     const context: RequestContext = {
       ...forwarded.context,
       maxBodyBytes: Math.min(Math.max(0, forwarded.context.maxBodyBytes), MAX_BODY_BYTES_CEILING),
     }
-    const direct = this.directRoutes?.find(forwarded)
-    if (direct) return answerDirectly(direct, forwarded, context)
     const request = toRequest(forwarded)
     if (typeof forwarded.body === 'string') bindBodyText(request, forwarded.body)
-    return toFamilyResponse(await this.serve(request, context))
-  }
-
-  /** Handles a request the gateway forwarded; subclasses may wrap it (e.g. to add headers). */
-  async serve(request: Request, context: RequestContext): Promise<Response> {
     bindRequestContext(request, context)
-    return withRequestId(await this.app.fetch(request, this.env, this.ctx), context.requestId)
+    const response = await this.app.fetch(request, this.env, this.ctx)
+    return toFamilyResponse(withRequestId(response, context.requestId))
   }
 
   /** This family's part of the OpenAPI document (the gateway merges all families). */

@@ -13,7 +13,8 @@
  *
  * Why plain values: a body crossing the binding as a stream costs a pipe between the two isolates
  * per direction; a string is copied once with the call. The identity needs no signature either:
- * only workers that hold the binding can call `handle`, and only the gateway holds them.
+ * only workers that hold the binding can call `handle`: the gateway, and the MCP worker, which
+ * passes on the identity the gateway verified for POST /mcp when a tool runs a family's route.
  */
 import type { RequestContext } from './request-context'
 
@@ -48,6 +49,8 @@ export interface FamilyResponse {
 /** The transport every family worker's entrypoint exposes to the gateway. */
 export interface FamilyRpc {
   handle(request: ForwardedRequest): Promise<FamilyResponse>
+  /** The family's part of the OpenAPI document: what it advertises to clients. */
+  openapi(): unknown
 }
 
 /** No route takes more than this; a family never applies a larger limit than this. */

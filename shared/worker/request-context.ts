@@ -3,13 +3,33 @@
  * identity (null on public routes) and the body limit of the route. It travels as a typed
  * service-binding RPC argument, never as a client-supplied header.
  */
-import type { ApiKeyMode, MemberRole } from '../db/schema'
+import type { ApiKeyMode, Audience, MemberRole } from '../db/schema'
+import { AppError } from '../http/errors'
 
-export type Audience = 'platform' | 'internal-service' | 'external-api'
+export type { Audience }
 
 export type Principal =
   | { kind: 'api_key'; keyId: string; mode: ApiKeyMode }
-  | { kind: 'access_token'; subject: string; audience: Audience; tokenId: string; algorithm: string }
+  | {
+      kind: 'access_token'
+      subject: string
+      audience: Audience
+      tokenId: string
+      algorithm: string
+      /**
+       * Set on tokens the OAuth authorization server bound to one resource (RFC 8707), e.g.
+       * `https://api.example.com/mcp`: the token is valid there only. `audience` is then `platform`
+       * (a person's token).
+       */
+      resource?: string
+      /** The OAuth client the token was issued to (authorization-code tokens). */
+      clientId?: string
+    }
+  /**
+   * A workspace's observability token (`svc_ot_…`): accepted on the OTLP ingestion routes only.
+   * `subject` is `observability-token:<id>`.
+   */
+  | { kind: 'observability_token'; subject: string; tokenId: string }
 
 export interface Identity {
   tenantId: string
@@ -26,6 +46,17 @@ export interface RequestContext {
   maxBodyBytes: number
   /** Public base URL as the client saw it (scheme + host), for self-referencing links. */
   baseUrl: string
+}
+
+/**
+ * The authenticated identity of a credential route. The gateway authenticates before it forwards,
+ * so a family seeing none was called without the gateway: the 401 a client would have got there.
+ */
+export function requireIdentity(context: RequestContext): Identity {
+  if (!context.identity) {
+    throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
+  }
+  return context.identity
 }
 
 /** Stable id of the principal inside its tenant (owner of personal records such as memories). */

@@ -204,6 +204,26 @@ describe(`policy admin API (${stack.kind})`, () => {
     expect((policy.attestation as { policy_digest: string }).policy_digest).toMatch(/^sha384:[0-9a-f]{96}$/)
   })
 
+  it('every link the policy advertises answers 200, none is a 501 placeholder', async () => {
+    const policy = await json<unknown>(await send('GET', '/platform/v1/crypto/policy', ws.memberKey))
+    const hrefs: string[] = []
+    const collect = (value: unknown): void => {
+      if (Array.isArray(value)) value.forEach(collect)
+      else if (value && typeof value === 'object') {
+        for (const [key, inner] of Object.entries(value)) {
+          if (key === 'href' && typeof inner === 'string') hrefs.push(inner)
+          else collect(inner)
+        }
+      }
+    }
+    collect(policy)
+    expect(hrefs).toEqual(['/platform/v1/crypto/attestation'])
+    for (const href of hrefs) {
+      const res = await send('GET', href, ws.memberKey)
+      expect(res.status, `${href}: ${await res.text()}`).toBe(200)
+    }
+  })
+
   it('sets a preset, a preset with overrides, and refuses members', async () => {
     const strict = await json<Record<string, unknown>>(
       await send('PUT', '/platform/v1/crypto/policy', ws.ownerKey, { preset: 'Strict' }),
@@ -346,6 +366,9 @@ describe(`enforcement at the gateway: audit vs enforce on the same request (${st
       mode: 'enforce',
     })
     expect(blockedToken.crypto_policy?.rules.map((r) => r.rule)).toContain('classical_fallback')
+    // The advice names what Strict allows (the registry's own replacement, dilithium-2, is level 2).
+    expect(blockedToken.error.message).toContain('use dilithium-3')
+    expect(blockedToken.error.message).not.toContain('dilithium-2')
 
     const blockedDeclared = await json<ErrorBody>(
       await send('GET', '/svc/memories', ws.ownerKey, undefined, declared),

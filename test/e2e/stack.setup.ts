@@ -59,7 +59,13 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
     fakes[service.name] = started.provide ?? {}
     stopFakes.push(started.stop)
   }
-  const stack = await launchStack({ dataDir, env: fakeEnv, ...(scratch ? { databaseUrl: scratch.url } : {}) })
+  // Settings the tests need shorter than their defaults (README's configuration table).
+  const testSettings = { REASONING_RETRY_BASE_MS: '200', REASONING_RETRY_MAX_MS: '1000' }
+  const stack = await launchStack({
+    dataDir,
+    env: { ...testSettings, ...fakeEnv },
+    ...(scratch ? { databaseUrl: scratch.url } : {}),
+  })
 
   useWebSocketConstructor(WebSocket)
   const database = openDatabase(stack.database, { max: 1 })

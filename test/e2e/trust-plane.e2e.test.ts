@@ -7,7 +7,8 @@
  * `canonicalize` package (RFC 8785). Each scenario gets its own workspace.
  */
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
 import { Spec, Validation } from '@cyclonedx/cyclonedx-library'
 import canonicalize from 'canonicalize'
 import { beforeAll, describe, expect, inject, it } from 'vitest'
@@ -422,6 +423,26 @@ describe('CBOM, compliance and attestation', () => {
       name: `cbom:${ws.tenantId}`,
       digest: { sha384: createHash('sha384').update(cbom.text).digest('hex') },
     })
+    // The code that runs: one subject per worker, the SHA-256 of the bundle the stack loaded,
+    // recomputed here from the files themselves.
+    const buildDir = path.join(stack.dataDir, 'build')
+    const built = readdirSync(buildDir).sort()
+    expect(built).toContain('svc-gateway')
+    expect(built).toContain('svc-platform')
+    expect(
+      statement.subject
+        .filter((s) => s.name.startsWith('worker:'))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+    ).toEqual(
+      built.map((worker) => ({
+        name: `worker:${worker}`,
+        digest: {
+          sha256: createHash('sha256')
+            .update(readFileSync(path.join(buildDir, worker, 'index.js')))
+            .digest('hex'),
+        },
+      })),
+    )
     expect(statement.predicate).toMatchObject({
       signing: {
         jwks_url: `${stack.baseUrl}/.well-known/jwks.json`,

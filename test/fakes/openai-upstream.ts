@@ -16,7 +16,13 @@
  *   model not in `models`, 400 for a body without messages and for `stream_options` without
  *   `stream` (OpenAI rejects that too).
  *
- * Replies are deterministic: "Fake upstream <model> reply: <last user text>". Usage is counted
+ * Replies are deterministic: "Fake upstream <model> reply: <last user text>" (with a `seed`:
+ * "Fake upstream <model> reply (seed <n>): …", so seeded samples differ). With `logprobs: true`
+ * each choice carries OpenAI's `logprobs.content` (one entry per token, logprobs from a hash of the
+ * request, between -2 and 0). With `response_format` `json_schema` the content is an instance of
+ * the schema, enums chosen by a hash of the request: a judge asked for
+ * `{"verdict": "A" | "B" | "tie", ...}` answers one of them, the same one for the same request
+ * (`judgeVerdicts(request)` reproduces the choice for tests). Usage is counted
  * with the o200k_base tokenizer.
  *
  * Several providers on one server: besides `/v1/chat/completions`, any `/<route>/v1/...` path
@@ -124,6 +130,9 @@ interface ChatBody {
   n?: unknown
   tools?: { type?: string; function?: { name?: string } }[]
   tool_choice?: unknown
+  seed?: unknown
+  logprobs?: unknown
+  response_format?: unknown
 }
 
 interface Message {
@@ -145,6 +154,61 @@ function textOf(content: unknown): string {
 }
 
 const plain = { disallowedSpecial: new Set<string>() }
+
+/** A small deterministic hash (FNV-1a, 32 bits) of a request's messages and seed. */
+function hashOf(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  return h
+}
+
+/** An instance of a (simple) JSON Schema, enums picked by `h`. */
+function schemaInstance(schema: unknown, h: number, depth = 0): unknown {
+  const s = (schema ?? {}) as Record<string, unknown>
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[h % s.enum.length]
+  if (s.type === 'object' || s.properties) {
+    if (depth > 4) return {}
+    const props = (s.properties ?? {}) as Record<string, unknown>
+    return Object.fromEntries(
+      Object.entries(props).map(([key, sub], i) => [
+        key,
+        schemaInstance(sub, hashOf(`${h}:${i}`), depth + 1),
+      ]),
+    )
+  }
+  if (s.type === 'array') return depth > 4 ? [] : [schemaInstance(s.items, h, depth + 1)]
+  if (s.type === 'integer' || s.type === 'number') return h % 10
+  if (s.type === 'boolean') return h % 2 === 0
+  return 'fake'
+}
+
+/** The verdict the fake judge gives a request (what `response_format` json_schema answers). */
+export function judgeVerdictOf(body: {
+  messages?: unknown
+  seed?: unknown
+  response_format?: unknown
+}): unknown {
+  const format = body.response_format as { json_schema?: { schema?: unknown } } | undefined
+  return schemaInstance(
+    format?.json_schema?.schema,
+    hashOf(JSON.stringify([body.messages, body.seed ?? null])),
+  )
+}
+
+function tokenLogprobs(text: string, h: number) {
+  return encode(text, plain).map((token, i) => {
+    const piece = decode([token])
+    return {
+      token: piece,
+      logprob: -((hashOf(`${h}:${i}`) % 1000) / 500),
+      bytes: [...Buffer.from(piece, 'utf8')],
+      top_logprobs: [],
+    }
+  })
+}
 const tokens = (text: string) => (text ? countTokens(text, plain) : 0)
 
 function promptTokens(messages: Message[]): number {
@@ -296,7 +360,14 @@ export async function startFakeOpenAIUpstream(
     const toolName = chooseTool(body, messages)
     const id = `chatcmpl-${randomUUID().replaceAll('-', '').slice(0, 29)}`
     const created = Math.floor(Date.now() / 1000)
-    const full = toolName ? '{"query":"fake"}' : `Fake upstream ${model} reply: ${textOf(lastUser?.content)}`
+    const format = body.response_format as { type?: string } | undefined
+    const seed = typeof body.seed === 'number' ? body.seed : null
+    const full = toolName
+      ? '{"query":"fake"}'
+      : format?.type === 'json_schema'
+        ? JSON.stringify(judgeVerdictOf(body))
+        : `Fake upstream ${model} reply${seed === null ? '' : ` (seed ${seed})`}: ${textOf(lastUser?.content)}`
+    const requestHash = hashOf(JSON.stringify([body.messages, seed]))
     const all = encode(full, plain)
     const cut = all.length > maxTokens
     const text = cut ? decode(all.slice(0, maxTokens)) : full
@@ -343,7 +414,10 @@ export async function startFakeOpenAIUpstream(
                 }
               : {}),
           },
-          logprobs: null,
+          logprobs:
+            body.logprobs === true && !toolName
+              ? { content: tokenLogprobs(text, hashOf(`${requestHash}:${index}`)), refusal: null }
+              : null,
           finish_reason: finish,
         })),
         usage,

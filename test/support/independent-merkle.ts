@@ -37,6 +37,15 @@ export function emptyRoot(): Promise<Uint8Array> {
   return sha256(new Uint8Array(0))
 }
 
+/** RFC 9162 §2.1.1 MTH over the leaf hashes, by its recursive definition (k = largest power of 2 < n). */
+export async function treeHashOf(leaves: Uint8Array[]): Promise<Uint8Array> {
+  if (leaves.length === 0) return emptyRoot()
+  if (leaves.length === 1) return leaves[0]!
+  let k = 1
+  while (k * 2 < leaves.length) k *= 2
+  return node(await treeHashOf(leaves.slice(0, k)), await treeHashOf(leaves.slice(k)))
+}
+
 function same(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i])
 }

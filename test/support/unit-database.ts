@@ -6,15 +6,18 @@
  * closes (the test run ended, or the runner died).
  */
 import { PGlite } from '@electric-sql/pglite'
+import { vector } from '@electric-sql/pglite-pgvector'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import WebSocket from 'ws'
 import { runMigrations } from '../../scripts/db/migrate.ts'
+import { keepExtendedQueriesTogether } from '../../scripts/db/pglite-socket-sequencing.ts'
 import { seedPlans } from '../../scripts/db/seed.ts'
 import { startWsBridge } from '../../scripts/db/ws-bridge.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
 
-const pglite = await PGlite.create()
+const pglite = await PGlite.create({ extensions: { vector } })
 const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0, maxConnections: 32 })
+keepExtendedQueriesTogether(server)
 await server.start()
 const port = Number(server.getServerConn().split(':').pop())
 const bridge = await startWsBridge({ target: { host: '127.0.0.1', port } })

@@ -12,10 +12,38 @@ export const SEARCH_COUNT = { min: 1, max: 10, default: 5 } as const
  */
 export const SEARCH_QUERY_MAX_CHARS = 400
 
-export const WebSearchRequestSchema = z.object({
-  query: z.string(),
-  count: z.int().min(SEARCH_COUNT.min).max(SEARCH_COUNT.max).default(SEARCH_COUNT.default),
-})
+const countRule = (issue: { input?: unknown }) =>
+  `count must be an integer from ${SEARCH_COUNT.min} to ${SEARCH_COUNT.max} (got ${JSON.stringify(issue.input)}); omit it for ${SEARCH_COUNT.default}`
+
+/**
+ * The one definition of a search request: the route documents it and validates with it, and each
+ * rule words its own refusal ("query must be at most 400 characters (got 401)").
+ */
+export const WebSearchRequestSchema = z.object(
+  {
+    query: z
+      .string({
+        error: (issue) =>
+          issue.input === undefined
+            ? 'query is required'
+            : `query must be a string (got ${issue.input === null ? 'null' : typeof issue.input})`,
+      })
+      .trim()
+      .min(1, { error: 'query must not be empty or only whitespace' })
+      .max(SEARCH_QUERY_MAX_CHARS, {
+        error: (issue) =>
+          `query must be at most ${SEARCH_QUERY_MAX_CHARS} characters (got ${String(issue.input).length})`,
+      })
+      .describe(`What to search for (1-${SEARCH_QUERY_MAX_CHARS} characters after trimming)`),
+    count: z
+      .int({ error: countRule })
+      .min(SEARCH_COUNT.min, { error: countRule })
+      .max(SEARCH_COUNT.max, { error: countRule })
+      .default(SEARCH_COUNT.default)
+      .describe(`Results wanted, ${SEARCH_COUNT.min}-${SEARCH_COUNT.max}`),
+  },
+  { error: 'the search request must be a JSON object with a query' },
+)
 export type WebSearchRequest = z.infer<typeof WebSearchRequestSchema>
 
 export const SearchHitSchema = z.object({ title: z.string(), url: z.string(), snippet: z.string() }).strict()
@@ -26,32 +54,13 @@ export const WebSearchResponseSchema = z
   .strict()
 export type WebSearchResponse = z.infer<typeof WebSearchResponseSchema>
 
-function bad(message: string, param: string): AppError {
-  return new AppError(400, 'invalid_search_request', message, { param })
-}
-
-/** Validates a web search body; throws AppError 400 naming the field and the rule. */
+/** Validates a web search body with WebSearchRequestSchema; AppError 400 naming the field and the rule. */
 export function parseWebSearchRequest(body: unknown): WebSearchRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new AppError(400, 'invalid_search_request', 'the search request must be a JSON object with a query')
-  }
-  const { query, count } = body as Record<string, unknown>
-  if (query === undefined) throw bad('query is required', 'query')
-  if (typeof query !== 'string')
-    throw bad(`query must be a string (got ${query === null ? 'null' : typeof query})`, 'query')
-  const trimmed = query.trim()
-  if (trimmed === '') throw bad('query must not be empty or only whitespace', 'query')
-  if (trimmed.length > SEARCH_QUERY_MAX_CHARS) {
-    throw bad(`query must be at most ${SEARCH_QUERY_MAX_CHARS} characters (got ${trimmed.length})`, 'query')
-  }
-  if (
-    count !== undefined &&
-    (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > 10)
-  ) {
-    throw bad(
-      `count must be an integer from ${SEARCH_COUNT.min} to ${SEARCH_COUNT.max} (got ${JSON.stringify(count)}); omit it for ${SEARCH_COUNT.default}`,
-      'count',
-    )
-  }
-  return WebSearchRequestSchema.parse({ query: trimmed, count })
+  const parsed = WebSearchRequestSchema.safeParse(body)
+  if (parsed.success) return parsed.data
+  const issue = parsed.error.issues[0]
+  const param = issue && issue.path.length > 0 ? String(issue.path[0]) : null
+  throw new AppError(400, 'invalid_search_request', issue?.message ?? 'the search request is invalid', {
+    param,
+  })
 }

@@ -1,5 +1,7 @@
+import { z } from 'zod'
 import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
-import type { DatabaseEnv } from '../../../shared/db/client'
+import { envReader, textVar, wholeNumberVar } from '../../../shared/config/worker-env'
+import { DATABASE_VARS, type DatabaseEnv } from '../../../shared/db/client'
 
 /** Bindings and configuration of the auth worker (functions/auth/wrangler.toml). See README. */
 export interface AuthEnv extends DatabaseEnv {
@@ -29,11 +31,6 @@ export interface AuthEnv extends DatabaseEnv {
 
 export const DEFAULT_ISSUER = 'svc'
 
-function positiveInt(value: string | undefined, fallback: number): number {
-  const n = Number(value)
-  return value !== undefined && Number.isInteger(n) && n > 0 ? n : fallback
-}
-
 export interface AuthSettings {
   issuer: string
   accessTokenTtlSeconds: number
@@ -44,14 +41,27 @@ export interface AuthSettings {
   lockoutSeconds: number
 }
 
-export function authSettings(env: AuthEnv): AuthSettings {
-  return {
-    issuer: env.JWT_ISSUER?.trim() || DEFAULT_ISSUER,
-    accessTokenTtlSeconds: positiveInt(env.AUTH_ACCESS_TOKEN_TTL_SECONDS, 900),
-    refreshTokenTtlSeconds: positiveInt(env.AUTH_REFRESH_TOKEN_TTL_SECONDS, 30 * 24 * 3600),
-    maxFailuresPerAccount: positiveInt(env.AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT, 5),
-    maxFailuresPerAddress: positiveInt(env.AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS, 20),
-    windowSeconds: positiveInt(env.AUTH_LOGIN_WINDOW_SECONDS, 900),
-    lockoutSeconds: positiveInt(env.AUTH_LOGIN_LOCKOUT_SECONDS, 900),
-  }
-}
+/** The auth worker's configuration (README's table): one schema, parsed once per isolate. */
+export const AuthSettingsSchema = z
+  .object({
+    ...DATABASE_VARS,
+    JWT_ISSUER: textVar(DEFAULT_ISSUER),
+    AUTH_ACCESS_TOKEN_TTL_SECONDS: wholeNumberVar(900),
+    AUTH_REFRESH_TOKEN_TTL_SECONDS: wholeNumberVar(30 * 24 * 3600),
+    AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT: wholeNumberVar(5),
+    AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS: wholeNumberVar(20),
+    AUTH_LOGIN_WINDOW_SECONDS: wholeNumberVar(900),
+    AUTH_LOGIN_LOCKOUT_SECONDS: wholeNumberVar(900),
+  })
+  .transform(
+    (v): AuthSettings => ({
+      issuer: v.JWT_ISSUER,
+      accessTokenTtlSeconds: v.AUTH_ACCESS_TOKEN_TTL_SECONDS,
+      refreshTokenTtlSeconds: v.AUTH_REFRESH_TOKEN_TTL_SECONDS,
+      maxFailuresPerAccount: v.AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT,
+      maxFailuresPerAddress: v.AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS,
+      windowSeconds: v.AUTH_LOGIN_WINDOW_SECONDS,
+      lockoutSeconds: v.AUTH_LOGIN_LOCKOUT_SECONDS,
+    }),
+  )
+export const authSettings: (env: AuthEnv) => AuthSettings = envReader('auth', AuthSettingsSchema)

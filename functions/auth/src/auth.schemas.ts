@@ -78,7 +78,7 @@ const tokenFields = {
     .string()
     .uuid()
     .openapi({ description: 'The workspace the token is scoped to (claim `tenant_id`)' }),
-  audience: z.enum(['platform', 'internal-service', 'external-api']).openapi({ description: 'Claim `aud`' }),
+  audience: z.enum(AUDIENCES).openapi({ description: 'Claim `aud`' }),
   alg: JwsAlgorithmSchema,
 }
 
@@ -106,18 +106,4 @@ export const JwksSchema = z
   })
   .openapi('Jwks')
 
-const ErrorSchema = z
-  .object({
-    error: z.object({
-      message: z.string(),
-      type: z.string(),
-      param: z.string().nullable(),
-      code: z.string(),
-    }),
-  })
-  .openapi('Error')
-
-export const errorResponse = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorSchema } },
-})
+export { errorResponse } from '../../../shared/http/error-body'

@@ -27,8 +27,14 @@ describe('login throttling', () => {
     expect(lockedForSeconds([at(12.2), at(899)], now)).toBe(899)
   })
 
-  it('falls back to the defaults when a setting is missing or not a positive integer', () => {
-    expect(authSettings({ AUTH_ACCESS_TOKEN_TTL_SECONDS: 'soon', JWT_ISSUER: ' ' })).toMatchObject({
+  it('refuses a setting that is not a positive integer, naming it, instead of using the default', () => {
+    expect(() => authSettings({ AUTH_ACCESS_TOKEN_TTL_SECONDS: 'soon' })).toThrow(
+      'AUTH_ACCESS_TOKEN_TTL_SECONDS must be a whole number at least 1',
+    )
+  })
+
+  it('uses the defaults for settings left unset or blank', () => {
+    expect(authSettings({ JWT_ISSUER: ' ' })).toMatchObject({
       issuer: 'svc',
       accessTokenTtlSeconds: 900,
       refreshTokenTtlSeconds: 2_592_000,

@@ -1,24 +1,13 @@
 /** POST /auth/login: a person's email and password → a `platform` access token and a refresh token. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
-import { eq, sql } from 'drizzle-orm'
 import { userSubject } from '../../../shared/auth/subjects'
-import { hashPassword, needsRehash } from '../../../shared/crypto'
-import { members, users } from '../../../shared/db/schema'
-import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { type AuthEnv, authSettings } from './auth.context'
 import { errorResponse, LoginRequestSchema, UserTokenResponseSchema } from './auth.schemas'
-import { withDatabase } from './database'
-import {
-  assertNotThrottled,
-  clearAccount,
-  clientAddress,
-  loginThrottleKeys,
-  recordFailure,
-} from './login-throttle'
 import { startRefreshFamily } from './refresh-tokens'
-import { verifyAgainst } from './secret-verification'
 import { issueAccessToken } from './token-issuer'
+import { authenticateUser, chooseTenant } from './user-authentication'
 
 export function loginRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
   app.openapi(
@@ -46,53 +35,10 @@ export function loginRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
     async (c) => {
       const body = c.req.valid('json')
       const settings = authSettings(c.env)
-      const keys = loginThrottleKeys(body.email, clientAddress(c.req.raw), settings)
-      const result = await withDatabase(c, async (db) => {
-        const counted = await assertNotThrottled(db, keys)
-        const [user] = await db
-          .select({ id: users.id, passwordHash: users.passwordHash })
-          .from(users)
-          .where(sql`lower(${users.email}) = lower(${body.email.trim()})`)
-          .limit(1)
-        if (!user || !(await verifyAgainst(user.passwordHash, body.password))) {
-          await recordFailure(db, keys, settings)
-          throw new AppError(401, 'invalid_credentials', 'The email or password is wrong.')
-        }
-        if (counted.has(keys[0]!.key)) await clearAccount(db, keys[0]!)
-        if (user.passwordHash && needsRehash(user.passwordHash)) {
-          const fresh = await hashPassword(body.password)
-          await db.update(users).set({ passwordHash: fresh }).where(eq(users.id, user.id))
-        }
-
-        const memberships = await db
-          .select({ tenantId: members.tenantId })
-          .from(members)
-          .where(eq(members.userId, user.id))
-        const tenantIds = memberships.map((m) => m.tenantId)
-        let tenantId: string
-        if (body.tenant_id) {
-          if (!tenantIds.includes(body.tenant_id)) {
-            throw new AppError(403, 'not_a_member', `You are not a member of workspace ${body.tenant_id}.`, {
-              param: 'tenant_id',
-            })
-          }
-          tenantId = body.tenant_id
-        } else if (tenantIds.length === 1) {
-          tenantId = tenantIds[0]!
-        } else if (tenantIds.length === 0) {
-          throw new AppError(
-            403,
-            'no_workspace',
-            'This account belongs to no workspace; ask an owner to add you.',
-          )
-        } else {
-          throw new AppError(
-            400,
-            'tenant_required',
-            `You belong to ${tenantIds.length} workspaces; pass tenant_id, one of ${tenantIds.join(', ')}.`,
-            { param: 'tenant_id' },
-          )
-        }
+      const result = await withRequestDatabase(c, 'identity', async (db) => {
+        const { userId, tenantIds } = await authenticateUser(db, c.req.raw, settings, body)
+        const tenantId = chooseTenant(tenantIds, body.tenant_id)
+        const user = { id: userId }
 
         const token = await issueAccessToken(db, c.env, c.executionCtx, {
           tenantId,
@@ -103,7 +49,7 @@ export function loginRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           method: c.req.method,
           path: '/auth/login',
         })
-        const refreshToken = await startRefreshFamily(db, {
+        const { refreshToken } = await startRefreshFamily(db, {
           tenantId,
           userId: user.id,
           ttlSeconds: settings.refreshTokenTtlSeconds,

@@ -28,16 +28,29 @@ async function insertToken(db: Drizzle, familyId: string, parentId: string | nul
   return token
 }
 
-/** Starts a family for a login and returns its first refresh token. */
+/** The OAuth client, resource and scope of a family the authorization server started. */
+export interface OAuthGrant {
+  clientId: string
+  resource: string
+  scope: string
+}
+
+/** Starts a family for a login (or an OAuth authorization) and returns its first refresh token. */
 export async function startRefreshFamily(
   db: Drizzle,
-  input: { tenantId: string; userId: string; ttlSeconds: number },
-): Promise<string> {
+  input: { tenantId: string; userId: string; ttlSeconds: number; oauth?: OAuthGrant },
+): Promise<{ familyId: string; refreshToken: string }> {
   const [family] = await db
     .insert(refreshTokenFamilies)
-    .values({ tenantId: input.tenantId, userId: input.userId })
+    .values({
+      tenantId: input.tenantId,
+      userId: input.userId,
+      ...(input.oauth
+        ? { oauthClientId: input.oauth.clientId, resource: input.oauth.resource, scope: input.oauth.scope }
+        : {}),
+    })
     .returning({ id: refreshTokenFamilies.id })
-  return insertToken(db, family!.id, null, input.ttlSeconds)
+  return { familyId: family!.id, refreshToken: await insertToken(db, family!.id, null, input.ttlSeconds) }
 }
 
 export interface RotatedRefreshToken {
@@ -45,6 +58,8 @@ export interface RotatedRefreshToken {
   userId: string
   familyId: string
   refreshToken: string
+  /** Set for a family the OAuth authorization server started. */
+  oauth: OAuthGrant | null
 }
 
 export async function revokeFamily(db: Drizzle, familyId: string, reason: string): Promise<void> {
@@ -66,6 +81,14 @@ export async function rotateRefreshToken(
     userId: string
     familyId: string
   }) => Promise<unknown> = async () => {},
+  /**
+   * The OAuth client the caller is (null: a login's refresh at /auth/token/refresh). A token of
+   * another client's family, or of the other kind, is refused as invalid before anything is spent:
+   * an OAuth refresh token cannot be turned into a login session, nor one client's into another's.
+   */
+  oauthClientId: string | null = null,
+  /** Further checks of the family before the token is spent (e.g. the resource asked for); throws to refuse. */
+  precheck: (family: { resource: string | null; scope: string | null }) => void = () => {},
 ): Promise<RotatedRefreshToken> {
   if (!isRefreshToken(presented)) {
     throw invalidGrant(
@@ -83,12 +106,23 @@ export async function rotateRefreshToken(
       userId: refreshTokenFamilies.userId,
       familyRevokedAt: refreshTokenFamilies.revokedAt,
       familyRevokedReason: refreshTokenFamilies.revokedReason,
+      oauthClientId: refreshTokenFamilies.oauthClientId,
+      resource: refreshTokenFamilies.resource,
+      scope: refreshTokenFamilies.scope,
     })
     .from(refreshTokens)
     .innerJoin(refreshTokenFamilies, eq(refreshTokenFamilies.id, refreshTokens.familyId))
     .where(eq(refreshTokens.tokenHash, await hashApiKey(presented)))
     .limit(1)
   if (!row) throw invalidGrant('refresh_token_invalid', 'The refresh token is not valid; log in again.')
+  if (row.oauthClientId !== oauthClientId) {
+    throw invalidGrant(
+      'refresh_token_invalid',
+      oauthClientId === null
+        ? 'This refresh token belongs to an OAuth client; refresh it at /oauth/token.'
+        : 'This refresh token was not issued to this client.',
+    )
+  }
   if (row.familyRevokedAt) {
     throw invalidGrant(
       'refresh_token_revoked',
@@ -108,6 +142,7 @@ export async function rotateRefreshToken(
   if (row.expiresAt.getTime() <= now.getTime()) {
     throw invalidGrant('refresh_token_expired', 'The refresh token has expired; log in again.')
   }
+  precheck(row)
   const spent = await db
     .update(refreshTokens)
     .set({ usedAt: now })
@@ -123,5 +158,9 @@ export async function rotateRefreshToken(
     userId: row.userId,
     familyId: row.familyId,
     refreshToken: await insertToken(db, row.familyId, row.id, ttlSeconds),
+    oauth:
+      row.oauthClientId && row.resource && row.scope !== null
+        ? { clientId: row.oauthClientId, resource: row.resource, scope: row.scope }
+        : null,
   }
 }

@@ -6,9 +6,9 @@ import { userSubject } from '../../../shared/auth/subjects'
 import { members } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { type AuthEnv, authSettings } from './auth.context'
 import { errorResponse, RefreshRequestSchema, UserTokenResponseSchema } from './auth.schemas'
-import { withDatabase } from './database'
 import { revokeFamily, rotateRefreshToken } from './refresh-tokens'
 import { issueAccessToken } from './token-issuer'
 
@@ -34,7 +34,7 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
     async (c) => {
       const body = c.req.valid('json')
       const settings = authSettings(c.env)
-      const result = await withDatabase(c, async (db) => {
+      const result = await withRequestDatabase(c, 'identity', async (db) => {
         const requestId = c.get('request').requestId
         const recordRevocation = (
           family: { tenantId: string; userId: string; familyId: string },

@@ -7,9 +7,9 @@ import { serviceAccountSubject } from '../../../shared/auth/subjects'
 import { serviceAccounts } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { type AuthEnv, authSettings } from './auth.context'
 import { errorResponse, ServiceTokenRequestSchema, ServiceTokenResponseSchema } from './auth.schemas'
-import { withDatabase } from './database'
 import {
   assertNotThrottled,
   clearAccount,
@@ -59,7 +59,7 @@ export function serviceTokenRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       const body = c.req.valid('json')
       const settings = authSettings(c.env)
       const keys = clientThrottleKeys(body.client_id, clientAddress(c.req.raw), settings)
-      const issued = await withDatabase(c, async (db) => {
+      const issued = await withRequestDatabase(c, 'identity', async (db) => {
         const throttled = await assertNotThrottled(db, keys)
         const [account] = await db
           .select()

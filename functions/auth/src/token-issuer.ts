@@ -12,7 +12,7 @@
 import { appendAuditEvent } from '../../../shared/audit/audit-client'
 import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
 import { buildAccessTokenClaims, signAccessToken } from '../../../shared/crypto'
-import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'
+import { canonicalJson, sha256Hex } from '../../../shared/crypto/digests'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import {
   checkAlgorithm,
@@ -21,7 +21,6 @@ import {
   policyViolationError,
 } from '../../../shared/crypto-policy'
 import {
-  canonicalJson,
   loadTenantPolicy,
   recordViolationsLater,
   type ViolationRecord,
@@ -52,7 +51,7 @@ async function recordSigningKeys(env: AuthEnv, ring: KeyRing): Promise<void> {
     alg: k.alg,
     state: ring.signers.get(k.alg)?.kid === k.kid ? ('signing' as const) : ('verify_only' as const),
   }))
-  const digest = `sha256:${bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', utf8.encode(canonicalJson(keys)))))}`
+  const digest = `sha256:${sha256Hex(canonicalJson(keys))}`
   if (recordedKeySets.has(digest)) return
   await appendAuditEvent(
     env.AUDIT_LOG,
@@ -67,6 +66,12 @@ export interface IssueRequest {
   tenantId: string
   sub: string
   aud: Audience
+  /**
+   * OAuth (functions/auth/src/oauth): the resource the token is bound to, which becomes its `aud`
+   * (RFC 8707; `aud` above is then the principal's kind of audience, `platform`), the scope and
+   * client, and the grant it was issued by.
+   */
+  oauth?: { resource: string; scope: string; clientId: string; grant: 'authorization_code' | 'refresh_token' }
   /** The algorithm the caller asked for, if any. */
   alg?: JwsAlgorithm
   /** For violation records. */
@@ -133,12 +138,14 @@ export async function issueAccessToken(
   if (check.enforced) throw policyViolationError(check, `A token signed with ${alg}`)
 
   const key = ring.signers.get(alg)!
+  const { oauth } = request
   const claims = buildAccessTokenClaims({
     sub: request.sub,
-    aud: request.aud,
+    aud: oauth?.resource ?? request.aud,
     iss: settings.issuer,
     ttlSeconds: settings.accessTokenTtlSeconds,
     tenantId: request.tenantId,
+    ...(oauth ? { scope: oauth.scope, clientId: oauth.clientId } : {}),
   })
   const accessToken = await signAccessToken(claims, key)
   await recordSigningKeys(env, ring)
@@ -149,7 +156,8 @@ export async function issueAccessToken(
     alg,
     kid: key.kid,
     token_id: claims.jti,
-    grant: GRANTS[request.path] ?? 'password',
+    grant: oauth?.grant ?? GRANTS[request.path] ?? 'password',
+    ...(oauth ? { resource: oauth.resource, client_id: oauth.clientId, scope: oauth.scope } : {}),
     expires_at: new Date(claims.exp * 1000).toISOString(),
     request_id: request.requestId,
   })

@@ -29,18 +29,22 @@ async function call(
 ): Promise<{ res: Response; ctx: ExecutionContext }> {
   const ctx = createExecutionContext()
   const worker = new ChatWorker(ctx, { ...chatEnv, ...overrides })
-  const request = new Request('https://svc.test/svc/chat/completions', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  })
   const context: RequestContext = {
     requestId: `req_${crypto.randomUUID().replaceAll('-', '')}`,
     identity: who,
     maxBodyBytes: 4 * 1024 * 1024,
     baseUrl: 'https://svc.test',
   }
-  const res = await worker.serve(request, context)
+  // Exactly what the gateway sends over the binding.
+  const answer = await worker.handle({
+    method: 'POST',
+    url: 'https://svc.test/svc/chat/completions',
+    path: '/svc/chat/completions',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    context,
+  })
+  const res = new Response(answer.body, { status: answer.status, headers: answer.headers })
   return { res, ctx }
 }
 

@@ -22,6 +22,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createRoute } from '@hono/zod-openapi'
 import { z } from 'zod'
 import type { ModelAlias } from '../../../shared/catalog/model-aliases'
+import { errorResponse } from '../../../shared/http/error-body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import { type MeterGrant, openMeter } from '../../../shared/metering/metering-client'
 import { checkChatEntitlements } from '../../../shared/plans/entitlements'
@@ -41,7 +42,12 @@ import {
 } from '../../../shared/providers/provider-config'
 import { countPromptTokens } from '../../../shared/providers/tokenizer'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { isTestMode, type RequestContext } from '../../../shared/worker/request-context'
+import {
+  type Identity,
+  isTestMode,
+  type RequestContext,
+  requireIdentity,
+} from '../../../shared/worker/request-context'
 import { type ChatEnv, providerEnv } from './chat.context'
 import {
   ChatCompletionRequestSchema,
@@ -122,6 +128,13 @@ function paramFor(decision: UpgradeDecision): string | null {
   }
 }
 
+const RATE_LIMIT_HEADER = 'x-ratelimit-limit-requests'
+
+/** The tenant's current x-ratelimit-* counters, for answers the limiter did not decide. */
+function currentLimits(env: ChatEnv, identity: Identity): Promise<Record<string, string>> {
+  return openMeter(env.RATE_LIMITER, identity, 'chat.completions').headers()
+}
+
 function withHeaders(err: unknown, headers: Record<string, string>): AppError {
   const error = toAppError(err)
   for (const [name, value] of Object.entries(headers)) {
@@ -129,10 +142,6 @@ function withHeaders(err: unknown, headers: Record<string, string>): AppError {
   }
   return error
 }
-
-const ErrorBodySchema = z.object({
-  error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string() }),
-})
 
 /** What a chat completion needs: the parsed JSON body and the request as the gateway handed it over. */
 export interface ChatCompletionCall {
@@ -164,9 +173,9 @@ export const SSE_HEADERS = {
  * the limiter was consulted).
  */
 export async function completeChat(call: ChatCompletionCall): Promise<ChatCompletionAnswer> {
-  const { requestId, identity } = call.context
+  const { requestId } = call.context
+  const identity = requireIdentity(call.context)
   const { env, executionCtx } = call
-  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
   const request = parseChatCompletionRequest(call.body)
   const { plan, catalog } = resolvePlan(env, identity.planId)
   const mode: ChatMode = isTestMode(identity) ? 'test' : 'live'
@@ -266,7 +275,7 @@ export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
             'text/event-stream': { schema: z.string() },
           },
         },
-        400: { description: 'Invalid request', content: { 'application/json': { schema: ErrorBodySchema } } },
+        400: errorResponse('Invalid request'),
         402: { description: 'Insufficient funded usage credit (action-required body with svc_upgrade)' },
         403: {
           description: 'Model, feature or context size not included in the plan (action-required body)',
@@ -279,13 +288,26 @@ export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
   )
 
   app.post(CHAT_COMPLETIONS_PATH, async (c) => {
-    const answer = await completeChat({
-      body: await c.req.json(),
-      context: c.get('request'),
-      env: c.env,
-      executionCtx: c.executionCtx,
-      signal: c.req.raw.signal,
-    })
+    const context = c.get('request')
+    let answer: ChatCompletionAnswer
+    try {
+      answer = await completeChat({
+        body: await c.req.json(),
+        context,
+        env: c.env,
+        executionCtx: c.executionCtx,
+        signal: c.req.raw.signal,
+      })
+    } catch (err) {
+      // Every chat answer carries the x-ratelimit-* headers: a refusal made before the limiter was
+      // consulted (400, 403, 503) gets the current counters, without counting the refused request.
+      // The family's one error handler renders it.
+      const error = toAppError(err)
+      if (!(RATE_LIMIT_HEADER in error.headers) && context.identity) {
+        Object.assign(error.headers, await currentLimits(c.env, context.identity))
+      }
+      throw error
+    }
     if (answer.kind === 'json') return c.json(answer.completion, 200, answer.headers)
     return new Response(answer.stream, { status: 200, headers: { ...SSE_HEADERS, ...answer.headers } })
   })

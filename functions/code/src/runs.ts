@@ -3,9 +3,10 @@
  * and a run that does not exist are the same 404) and cancellation (200 with the cancelled status;
  * 409 when the run is already completed, failed or cancelled).
  */
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { RunReply } from '../../../durable-objects/agent-run/agent-run.do'
 import { RunIdParamSchema, RunStatusSchema } from '../../../durable-objects/agent-run/run-status.schemas'
+import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { CodeEnv } from './code.context'
@@ -33,8 +34,6 @@ function answer(reply: RunReply) {
   return reply.run
 }
 
-const ErrorBody = z.object({ error: z.object({ message: z.string(), type: z.string(), code: z.string() }) })
-
 export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   app.openAPIRegistry.registerPath(
     createRoute({
@@ -45,10 +44,7 @@ export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
       request: { params: RunIdParamSchema },
       responses: {
         200: { description: 'The run', content: { 'application/json': { schema: RunStatusSchema } } },
-        404: {
-          description: 'No such run for this account',
-          content: { 'application/json': { schema: ErrorBody } },
-        },
+        404: errorResponse('No such run for this account'),
       },
     }),
   )
@@ -74,14 +70,8 @@ export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
       request: { params: RunIdParamSchema },
       responses: {
         200: { description: 'Cancelled', content: { 'application/json': { schema: RunStatusSchema } } },
-        404: {
-          description: 'No such run for this account',
-          content: { 'application/json': { schema: ErrorBody } },
-        },
-        409: {
-          description: 'The run is already terminal',
-          content: { 'application/json': { schema: ErrorBody } },
-        },
+        404: errorResponse('No such run for this account'),
+        409: errorResponse('The run is already terminal'),
       },
     }),
   )

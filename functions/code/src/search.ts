@@ -6,20 +6,16 @@
  * named with how). The search is recorded as one request of `web_search` before the answer
  * leaves. The agent loop's `web_search` tool calls run the same code (meteredWebSearch).
  */
-import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { meteredWebSearch } from '../../../durable-objects/agent-run/web-search/metered-search'
 import {
   parseWebSearchRequest,
+  WebSearchRequestSchema,
   WebSearchResponseSchema,
 } from '../../../durable-objects/agent-run/web-search/search.schemas'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { CodeEnv } from './code.context'
 import { callerOf, requireFeature } from './turns'
-
-const SearchBody = z.object({
-  query: z.string().openapi({ description: 'What to search for (1-400 characters after trimming)' }),
-  count: z.int().min(1).max(10).optional().openapi({ description: 'Results wanted, 1-10 (default 5)' }),
-})
 
 export function searchRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   app.openAPIRegistry.registerPath(
@@ -28,7 +24,9 @@ export function searchRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
       path: '/svc/code/v1/search',
       tags: ['Agent'],
       summary: 'Web search: the provider used and titled results with URLs and snippets',
-      request: { body: { required: true, content: { 'application/json': { schema: SearchBody } } } },
+      request: {
+        body: { required: true, content: { 'application/json': { schema: WebSearchRequestSchema } } },
+      },
       responses: {
         200: { description: 'Results', content: { 'application/json': { schema: WebSearchResponseSchema } } },
       },

@@ -27,7 +27,12 @@ import {
 } from '../../../shared/plans'
 import { providerRegistryFromEnv } from '../../../shared/providers'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { type Identity, isTestMode, principalId } from '../../../shared/worker/request-context'
+import {
+  type Identity,
+  isTestMode,
+  principalId,
+  requireIdentity,
+} from '../../../shared/worker/request-context'
 import type { CodeEnv } from './code.context'
 
 /** The object of a run: named by its owner and id, so runs of two accounts never share one. */
@@ -44,8 +49,7 @@ export const AGENT_SCOPE = 'agents:write'
  * without scopes is unrestricted within its role.
  */
 export function callerOf(c: Context<FamilyEnv<CodeEnv>>): Identity {
-  const identity = c.get('request').identity
-  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
+  const identity = requireIdentity(c.get('request'))
   if (identity.scopes.length > 0 && !identity.scopes.includes(AGENT_SCOPE)) {
     throw new AppError(
       403,

@@ -24,12 +24,13 @@ import { and, eq } from 'drizzle-orm'
 import { hashApiKey } from '../../../shared/auth/api-keys'
 import { parseSubject, type Subject } from '../../../shared/auth/subjects'
 import { AUDIENCES, JWS_ALGORITHMS, type VerificationKey, verifyAccessToken } from '../../../shared/crypto'
+import { isResourceAudience } from '../../../shared/crypto/access-token'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import { openDatabase } from '../../../shared/db/client'
 import { type MemberRole, members, serviceAccounts, tenants } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { Audience, Identity } from '../../../shared/worker/request-context'
-import type { GatewayEnv } from './gateway.context'
+import { type GatewayEnv, gatewaySettings } from './gateway.context'
 import { resolveTokenKey } from './token-keys'
 
 export interface PrincipalRecord {
@@ -59,6 +60,11 @@ interface VerifiedToken {
   tenantId: string
   jti: string
   alg: JwsAlgorithm
+  /** The resource an OAuth token is bound to (RFC 8707 audience), if it is one. */
+  resource: string | undefined
+  /** OAuth tokens: the granted scopes and the client. */
+  scopes: string[] | undefined
+  clientId: string | undefined
   /** exp + leeway, in ms. */
   validUntil: number
 }
@@ -98,6 +104,7 @@ async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Pro
     // tenant is known from the verified claims (403 crypto_policy_violation, not a 401).
     allowedAlgorithms: JWS_ALGORITHMS,
     audience: AUDIENCES,
+    acceptResources: true,
     issuer: deps.issuer,
     leewaySeconds: deps.leewaySeconds,
     now: new Date(now),
@@ -117,13 +124,21 @@ async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Pro
       `The token subject "${claims.sub}" is not a user or service account.`,
     )
   }
+  const audiences = typeof claims.aud === 'string' ? [claims.aud] : claims.aud
+  const resource = audiences.find(isResourceAudience)
+  if (resource && subject.kind !== 'user') {
+    throw unauthorized('token_claims_invalid', 'Resource-bound tokens are issued to people only.')
+  }
   return {
     sub: claims.sub,
     subject,
-    audiences: typeof claims.aud === 'string' ? [claims.aud] : claims.aud,
+    audiences,
     tenantId: claims.tenant_id,
     jti: claims.jti,
     alg: verified.header.alg,
+    resource,
+    scopes: claims.scope?.split(' ').filter(Boolean),
+    clientId: claims.client_id,
     validUntil: (claims.exp + deps.leewaySeconds) * 1000,
   }
 }
@@ -180,14 +195,42 @@ async function principal(token: VerifiedToken, deps: TokenAuthDeps): Promise<Pri
 
 /**
  * Authenticates an access token for a route that accepts `audiences` (null: the path matched no
- * route, so the gateway answers 404 right after and no audience applies).
+ * route, so the gateway answers 404 right after and no audience applies) and, when the route is a
+ * protected resource of the OAuth authorization server, tokens bound to `resource` (RFC 8707).
+ * A token bound to a resource is valid there only: anywhere else it is 401 `invalid_token`
+ * (RFC 6750 §3.1), as the MCP authorization spec requires of a token for another audience.
  */
 export async function verifyBearerToken(
   token: string,
   audiences: readonly Audience[] | null,
   deps: TokenAuthDeps,
+  resource: string | null = null,
 ): Promise<Identity> {
   const verified = await verifiedToken(token, deps)
+  if (verified.resource !== undefined) {
+    if (verified.resource !== resource) {
+      throw unauthorized(
+        'token_wrong_resource',
+        `This token was issued for the resource ${verified.resource}; ${resource ? `this endpoint is ${resource}` : 'this endpoint is not that resource'}. Get a token for it from the authorization server.`,
+      )
+    }
+    const record = await principal(verified, deps)
+    return {
+      tenantId: verified.tenantId,
+      principal: {
+        kind: 'access_token',
+        subject: verified.sub,
+        audience: 'platform',
+        tokenId: verified.jti,
+        algorithm: verified.alg,
+        resource: verified.resource,
+        ...(verified.clientId ? { clientId: verified.clientId } : {}),
+      },
+      role: record.role,
+      planId: record.planId,
+      scopes: verified.scopes ?? [],
+    }
+  }
   let audience = verified.audiences.find((a): a is Audience => (AUDIENCES as readonly string[]).includes(a))
   if (audiences) {
     audience = audiences.find((a) => verified.audiences.includes(a))
@@ -261,32 +304,25 @@ async function lookupPrincipal(
   }
 }
 
-function seconds(value: string | undefined, fallback: number, max = Number.POSITIVE_INFINITY): number {
-  const n = Number(value)
-  return value !== undefined && Number.isFinite(n) && n >= 0 && n <= max ? n : fallback
-}
-
-/** The auth worker's default access-token lifetime (functions/auth auth.context.ts). */
-const DEFAULT_ACCESS_TOKEN_TTL_SECONDS = 900
-
-/** AUTH_ACCESS_TOKEN_TTL_SECONDS as the auth worker reads it: a positive whole number, else 900. */
-function accessTokenTtl(value: string | undefined): number {
-  const n = Number(value)
-  return value !== undefined && Number.isInteger(n) && n > 0 ? n : DEFAULT_ACCESS_TOKEN_TTL_SECONDS
-}
-
 export function authenticateAccessToken(
   token: string,
   audiences: readonly Audience[] | null,
   env: GatewayEnv,
   ctx: Pick<ExecutionContext, 'waitUntil'>,
+  resource: string | null = null,
 ): Promise<Identity> {
-  return verifyBearerToken(token, audiences, {
-    resolveKey: (kid) => resolveTokenKey(env, kid),
-    lookupPrincipal: (tenantId, subject) => lookupPrincipal(env, ctx, tenantId, subject),
-    issuer: env.JWT_ISSUER?.trim() || 'svc',
-    leewaySeconds: seconds(env.JWT_LEEWAY_SECONDS, 30, 300),
-    maxLifetimeSeconds: accessTokenTtl(env.AUTH_ACCESS_TOKEN_TTL_SECONDS),
-    principalTtlMs: seconds(env.API_KEY_CACHE_TTL_SECONDS, 30) * 1000,
-  })
+  const settings = gatewaySettings(env)
+  return verifyBearerToken(
+    token,
+    audiences,
+    {
+      resolveKey: (kid) => resolveTokenKey(env, kid),
+      lookupPrincipal: (tenantId, subject) => lookupPrincipal(env, ctx, tenantId, subject),
+      issuer: settings.JWT_ISSUER,
+      leewaySeconds: settings.JWT_LEEWAY_SECONDS,
+      maxLifetimeSeconds: settings.AUTH_ACCESS_TOKEN_TTL_SECONDS,
+      principalTtlMs: settings.API_KEY_CACHE_TTL_SECONDS * 1000,
+    },
+    resource,
+  )
 }

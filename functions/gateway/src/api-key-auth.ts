@@ -6,8 +6,11 @@
  * keyed by the presented key itself, so a hot key costs no hash either: the isolate holds the key
  * in memory for the request anyway, the cache never leaves the isolate, and a hit is a whole-string
  * match inside a hash table (nothing an attacker can time byte by byte). A revocation
- * therefore takes effect everywhere within one TTL. `last_used_at` is written off the request
- * path, at most once a minute per key and isolate.
+ * therefore takes effect everywhere within one TTL, and at once in the isolate that forwarded it
+ * (`invalidateApiKey`, which finds the cached entries of a key id). A key with an expiry (one
+ * being rotated out, or made to expire) is refused from that instant on: an entry is never
+ * trusted beyond it. `last_used_at` is written off the request path, at most once a minute per
+ * key and isolate.
  */
 import { eq } from 'drizzle-orm'
 import { apiKeyMode, digestsEqual, hashApiKey } from '../../../shared/auth/api-keys'
@@ -15,45 +18,79 @@ import { openDatabase } from '../../../shared/db/client'
 import { apiKeys, tenants } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { Identity } from '../../../shared/worker/request-context'
-import type { GatewayEnv } from './gateway.context'
+import { type GatewayEnv, gatewaySettings } from './gateway.context'
+
+type Refusal = 'unknown' | 'revoked' | 'expired'
 
 interface CacheEntry {
   identity: Identity | null
-  reason: 'unknown' | 'revoked' | null
+  reason: Refusal | null
   expiresAt: number
+  /** When the key itself stops working (ms), or null. */
+  keyExpiresAt: number | null
 }
 
 const MAX_ENTRIES = 10_000
 const TOUCH_INTERVAL_MS = 60_000
 const cache = new Map<string, CacheEntry>()
 const lastTouched = new Map<string, number>()
+/** Key id → the presented keys cached for it (one, or two during a race), for invalidation. */
+const cachedById = new Map<string, Set<string>>()
 
 export function clearApiKeyCache(): void {
   cache.clear()
   lastTouched.clear()
+  cachedById.clear()
+}
+
+/** Forgets a key (just revoked or rotated through this isolate): its next use is looked up again. */
+export function invalidateApiKey(keyId: string): void {
+  for (const key of cachedById.get(keyId) ?? []) cache.delete(key)
+  cachedById.delete(keyId)
 }
 
 function ttlMs(env: GatewayEnv): number {
-  const seconds = Number(env.API_KEY_CACHE_TTL_SECONDS ?? '30')
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 30_000
+  return gatewaySettings(env).API_KEY_CACHE_TTL_SECONDS * 1000
 }
 
-function remember(key: string, entry: CacheEntry): void {
+function remember(key: string, entry: CacheEntry, keyId: string | null): void {
   if (cache.size >= MAX_ENTRIES) {
     const oldest = cache.keys().next().value
-    if (oldest !== undefined) cache.delete(oldest)
+    if (oldest !== undefined) {
+      const evicted = cache.get(oldest)
+      cache.delete(oldest)
+      if (evicted?.identity?.principal.kind === 'api_key') cachedById.delete(evicted.identity.principal.keyId)
+    }
   }
   cache.set(key, entry)
+  if (keyId) {
+    const keys = cachedById.get(keyId) ?? new Set<string>()
+    keys.add(key)
+    cachedById.set(keyId, keys)
+  }
 }
 
-function refuse(reason: 'unknown' | 'revoked'): never {
-  throw reason === 'revoked'
-    ? new AppError(
+function refuse(reason: Refusal): never {
+  switch (reason) {
+    case 'revoked':
+      throw new AppError(
         401,
         'revoked_api_key',
-        'This API key has been revoked. Create a new key in your workspace.',
+        'This API key has been revoked. Create a new key in your workspace console.',
       )
-    : new AppError(401, 'invalid_api_key', 'The API key is not valid. Check that you copied the whole key.')
+    case 'expired':
+      throw new AppError(
+        401,
+        'expired_api_key',
+        'This API key has expired (or its rotation grace period ended). Use its replacement or create a new key.',
+      )
+    case 'unknown':
+      throw new AppError(
+        401,
+        'invalid_api_key',
+        'The API key is not valid. Check that you copied the whole key.',
+      )
+  }
 }
 
 function touch(env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, keyId: string, now: number): void {
@@ -88,6 +125,7 @@ export async function authenticateApiKey(
   const hit = cache.get(key)
   if (hit && hit.expiresAt > now) {
     if (!hit.identity) refuse(hit.reason ?? 'unknown')
+    if (hit.keyExpiresAt !== null && hit.keyExpiresAt <= now) refuse('expired')
     if (hit.identity.principal.kind === 'api_key') touch(env, ctx, hit.identity.principal.keyId, now)
     return hit.identity
   }
@@ -103,6 +141,7 @@ export async function authenticateApiKey(
         scopes: string[]
         keyHash: string
         revokedAt: Date | null
+        expiresAt: Date | null
         planId: string
       }
     | undefined
@@ -116,6 +155,7 @@ export async function authenticateApiKey(
         scopes: apiKeys.scopes,
         keyHash: apiKeys.keyHash,
         revokedAt: apiKeys.revokedAt,
+        expiresAt: apiKeys.expiresAt,
         planId: tenants.planId,
       })
       .from(apiKeys)
@@ -138,12 +178,17 @@ export async function authenticateApiKey(
 
   const expiresAt = now + ttlMs(env)
   if (!row || !digestsEqual(row.keyHash, hash) || row.mode !== mode) {
-    remember(key, { identity: null, reason: 'unknown', expiresAt })
+    remember(key, { identity: null, reason: 'unknown', expiresAt, keyExpiresAt: null }, null)
     refuse('unknown')
   }
   if (row.revokedAt) {
-    remember(key, { identity: null, reason: 'revoked', expiresAt })
+    remember(key, { identity: null, reason: 'revoked', expiresAt, keyExpiresAt: null }, row.id)
     refuse('revoked')
+  }
+  const keyExpiresAt = row.expiresAt?.getTime() ?? null
+  if (keyExpiresAt !== null && keyExpiresAt <= now) {
+    remember(key, { identity: null, reason: 'expired', expiresAt, keyExpiresAt }, row.id)
+    refuse('expired')
   }
   const identity: Identity = {
     tenantId: row.tenantId,
@@ -152,7 +197,7 @@ export async function authenticateApiKey(
     planId: row.planId,
     scopes: row.scopes,
   }
-  remember(key, { identity, reason: null, expiresAt })
+  remember(key, { identity, reason: null, expiresAt, keyExpiresAt }, row.id)
   touch(env, ctx, row.id, now)
   return identity
 }

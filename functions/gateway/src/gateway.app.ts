@@ -4,25 +4,32 @@
  * binding with a typed request context. Errors are rendered by one handler.
  */
 import { Hono } from 'hono'
+import { mcpResource } from '../../../shared/auth/oauth-resources'
+import { scopesAllow, scopesFor } from '../../../shared/auth/scopes'
 import { serviceAccountSubject } from '../../../shared/auth/subjects'
 import { formatBytes, isJsonContentType, readJsonText } from '../../../shared/http/body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import {
   FAMILY_BINDING,
-  FAMILY_TOKEN_AUDIENCES,
   pathEncodingProblem,
   type RouteSpec,
   RouteTable,
+  tokenAudiencesOf,
 } from '../../../shared/routing/route-table'
+import { OTLP_ACCEPTED_TYPES_TEXT, otlpEncodingOf } from '../../../shared/telemetry/otlp-content-types'
 import { logError } from '../../../shared/worker/family-app'
 import { type ForwardedBody, fromFamilyResponse, headerMap } from '../../../shared/worker/family-rpc'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import { invalidatePrincipal } from './access-token-auth'
+import { invalidateApiKey } from './api-key-auth'
 import { authenticate } from './authenticate'
+import { createConsoleApp } from './console/console.app'
+import { registerConsolePages } from './console/console-pages'
 import { allowedOrigin, applyCors, corsHeaders, preflight } from './cors'
 import { enforceCryptoPolicy } from './crypto-enforcement'
-import type { GatewayApp, GatewayEnv } from './gateway.context'
+import { type GatewayApp, type GatewayEnv, gatewaySettings } from './gateway.context'
 import { healthRoutes } from './health'
+import { invalidateObservabilityToken } from './observability-token-auth'
 import { docsRoutes } from './openapi'
 import { requestIdFor } from './request-id'
 import { invalidateTenantPolicy } from './tenant-policies'
@@ -60,6 +67,19 @@ function tenantMismatch(claimed: string, name: string, identity: Identity): AppE
   )
 }
 
+/** 403 for a credential limited to scopes of which none covers the route (shared/auth/scopes.ts). */
+function checkScopes(route: RouteSpec, identity: Identity): void {
+  const needed = scopesFor(route)
+  if (scopesAllow(identity.scopes, needed)) return
+  throw new AppError(
+    403,
+    'insufficient_scope',
+    `This credential is limited to the scopes ${identity.scopes.join(', ')}; ${route.method} ${route.path} needs ${needed.join(' or ')}. Use a credential with that scope.`,
+    // RFC 6750 §3.1: an OAuth client learns which scope to ask for.
+    { headers: { 'www-authenticate': `Bearer error="insufficient_scope", scope="${needed.join(' ')}"` } },
+  )
+}
+
 /** 400 for a path that is not valid percent-encoding (or encodes NUL), before anything else. */
 function checkPathEncoding(pathname: string): void {
   const problem = pathEncodingProblem(pathname)
@@ -72,16 +92,6 @@ function checkPathEncoding(pathname: string): void {
       : `The path is not valid percent-encoding (at "${problem.escape}"): write each reserved byte as % followed by two hex digits, and encode characters as whole UTF-8 sequences.`,
   )
 }
-
-const OTLP_TYPES = new Set([
-  'application/json',
-  'application/x-protobuf',
-  'application/protobuf',
-  'application/octet-stream',
-  'application/grpc',
-  'application/grpc+proto',
-  'application/x-google-protobuf',
-])
 
 function checkBody(route: RouteSpec, request: Request): void {
   const rule = route.body
@@ -100,18 +110,22 @@ function checkBody(route: RouteSpec, request: Request): void {
   const ok =
     rule.kind === 'json'
       ? isJsonContentType(type)
-      : rule.kind === 'multipart'
-        ? base === 'multipart/form-data'
-        : rule.kind === 'otlp'
-          ? OTLP_TYPES.has(base) || base.startsWith('application/grpc')
-          : true
+      : rule.kind === 'form'
+        ? base === 'application/x-www-form-urlencoded'
+        : rule.kind === 'multipart'
+          ? base === 'multipart/form-data'
+          : rule.kind === 'otlp'
+            ? otlpEncodingOf(type) !== null
+            : true
   if (!ok) {
     const expected =
       rule.kind === 'json'
         ? 'application/json'
-        : rule.kind === 'multipart'
-          ? 'multipart/form-data'
-          : 'an OTLP content type (application/x-protobuf or application/json)'
+        : rule.kind === 'form'
+          ? 'application/x-www-form-urlencoded'
+          : rule.kind === 'multipart'
+            ? 'multipart/form-data'
+            : `one of ${OTLP_ACCEPTED_TYPES_TEXT}`
     throw new AppError(
       415,
       'unsupported_media_type',
@@ -195,8 +209,9 @@ gatewayApp.use(async (c, next) => {
   const url = new URL(c.req.url)
   c.set('requestId', requestId)
   c.set('url', url)
-  c.set('baseUrl', c.env.PUBLIC_BASE_URL?.replace(/\/$/, '') || url.origin)
-  const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
+  const settings = gatewaySettings(c.env)
+  c.set('baseUrl', settings.PUBLIC_BASE_URL ?? url.origin)
+  const origin = allowedOrigin(c.req.header('origin') ?? null, settings.CORS_ALLOWED_ORIGINS)
   c.set('origin', origin)
   await next()
   const decorated = decorate(c.res, requestId, origin)
@@ -211,20 +226,28 @@ gatewayApp.onError((err, c) => {
   const res = appError.toResponse(requestId)
   const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
   if (origin) applyCors(res.headers, origin)
-  if (appError.status === 401 && !res.headers.has('www-authenticate')) {
+  if (appError.status === 401) {
     const path = new URL(c.req.url).pathname
-    res.headers.set(
-      'www-authenticate',
-      path === '/mcp'
-        ? `Bearer resource_metadata="${c.get('baseUrl')}/.well-known/oauth-protected-resource/mcp"`
-        : 'Bearer realm="svc"',
-    )
+    const challenge = res.headers.get('www-authenticate')
+    if (path === '/mcp') {
+      // MCP clients discover the authorization server from this challenge (RFC 9728 §5.1), so
+      // every 401 of the MCP endpoint carries it, with the token error when there was one.
+      const metadata = `resource_metadata="${c.get('baseUrl')}/.well-known/oauth-protected-resource/mcp"`
+      res.headers.set('www-authenticate', challenge ? `${challenge}, ${metadata}` : `Bearer ${metadata}`)
+    } else if (!challenge) {
+      res.headers.set('www-authenticate', 'Bearer realm="svc"')
+    }
   }
   return res
 })
 
 gatewayApp.route('/', healthRoutes)
 gatewayApp.route('/', docsRoutes)
+// The workspace console: pages that call this same app, as a client, with a session's token.
+gatewayApp.route(
+  '/console',
+  createConsoleApp(async (request, env, ctx) => gatewayApp.fetch(request, env, ctx), registerConsolePages),
+)
 
 gatewayApp.all('*', async (c) => {
   const request = c.req.raw
@@ -249,8 +272,11 @@ gatewayApp.all('*', async (c) => {
   if (lookup.kind === 'method_not_allowed' && lookup.public)
     throw methodNotAllowed(request.method, url, lookup.allow)
 
-  const audiences = lookup.kind === 'match' ? FAMILY_TOKEN_AUDIENCES[lookup.match.route.family] : null
-  const identity = await authenticate(request, audiences, c.env, c.executionCtx)
+  const audiences = lookup.kind === 'match' ? tokenAudiencesOf(lookup.match.route) : null
+  // The MCP endpoint is the protected resource of the OAuth authorization server (functions/auth/src/oauth).
+  const resource =
+    lookup.kind === 'match' && lookup.match.route.family === 'mcp' ? mcpResource(c.get('baseUrl')) : null
+  const identity = await authenticate(request, audiences, c.env, c.executionCtx, resource)
   checkTenant(identity, request, url)
 
   if (lookup.kind === 'not_found') {
@@ -263,11 +289,15 @@ gatewayApp.all('*', async (c) => {
   if (lookup.kind === 'method_not_allowed') throw methodNotAllowed(request.method, url, lookup.allow)
 
   const route = lookup.match.route
+  checkCredentialKind(route, identity)
+  checkScopes(route, identity)
   await enforceCryptoPolicy({ request, identity, requestId, path: url.pathname }, c.env, c.executionCtx)
   checkBody(route, request)
   const context = { requestId, identity, maxBodyBytes: route.body?.maxBytes ?? 0, baseUrl: c.get('baseUrl') }
   const response = await forward(route, request, c.env, context, url.pathname, c.get('origin'))
-  if (route.family === 'platform' && response.ok) afterAdminChange(route, lookup.match.params, identity)
+  if ((route.family === 'platform' || route.family === 'telemetry') && response.ok) {
+    afterAdminChange(route, lookup.match.params, identity)
+  }
   return response
 })
 
@@ -280,6 +310,36 @@ function afterAdminChange(route: RouteSpec, params: Record<string, string>, iden
     invalidateTenantPolicy(identity.tenantId)
   } else if (route.path === '/platform/v1/service-accounts/:serviceAccountId' && route.method === 'DELETE') {
     invalidatePrincipal(identity.tenantId, serviceAccountSubject(params.serviceAccountId ?? ''))
+  } else if (
+    (route.path === '/platform/v1/api-keys/:keyId' && route.method === 'DELETE') ||
+    route.path === '/platform/v1/api-keys/:keyId/rotate'
+  ) {
+    // Revoked, or rotated (the old key now expires at the end of its grace period).
+    invalidateApiKey(params.keyId ?? '')
+  } else if (route.path.startsWith('/platform/v1/observability-tokens/:tokenId') && params.tokenId) {
+    invalidateObservabilityToken(params.tokenId)
+  }
+}
+
+/**
+ * The OTLP ingestion routes take observability tokens and service JWTs, never API keys (a
+ * general key must not open ingestion); an observability token opens nothing else.
+ */
+function checkCredentialKind(route: RouteSpec, identity: Identity): void {
+  const kind = identity.principal.kind
+  if (route.credentials === 'ingestion' && kind === 'api_key') {
+    throw new AppError(
+      403,
+      'api_key_not_accepted',
+      `${route.method} ${route.path} takes an observability token (svc_ot_…, from /platform/v1/observability-tokens) or an access token with audience internal-service, not an API key.`,
+    )
+  }
+  if (route.credentials !== 'ingestion' && kind === 'observability_token') {
+    throw new AppError(
+      403,
+      'observability_token_not_accepted',
+      `An observability token only sends telemetry (POST /otlp/v1/traces, /metrics, /logs); ${route.method} ${route.path} needs an API key or an access token.`,
+    )
   }
 }
 

@@ -1,5 +1,7 @@
+import { z } from 'zod'
 import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
-import type { DatabaseEnv } from '../../../shared/db/client'
+import { envReader, textVar, urlVar, wholeNumberVar } from '../../../shared/config/worker-env'
+import { DATABASE_VARS, type DatabaseEnv } from '../../../shared/db/client'
 import type { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
 import type AuthWorker from '../../auth/src/index'
 
@@ -36,7 +38,24 @@ export interface GatewayEnv extends DatabaseEnv {
   PUBLIC_BASE_URL?: string
   /** Comma-separated browser origins allowed by CORS (default `*`). */
   CORS_ALLOWED_ORIGINS?: string
+  /** Console sign-ins end this long after they began (seconds, default 28800 = 8 h). */
+  CONSOLE_SESSION_TTL_SECONDS?: string
+  /** ... or after this long without a request (seconds, default 1800). */
+  CONSOLE_SESSION_IDLE_SECONDS?: string
 }
+
+/** The gateway's configuration (README's table): one schema, parsed once per isolate. */
+export const GatewaySettingsSchema = z.object({
+  ...DATABASE_VARS,
+  API_KEY_CACHE_TTL_SECONDS: wholeNumberVar(30, { min: 0 }),
+  CRYPTO_POLICY_CACHE_TTL_SECONDS: wholeNumberVar(30, { min: 0 }),
+  JWT_ISSUER: textVar('svc'),
+  JWT_LEEWAY_SECONDS: wholeNumberVar(30, { min: 0, max: 300 }),
+  AUTH_ACCESS_TOKEN_TTL_SECONDS: wholeNumberVar(900),
+  PUBLIC_BASE_URL: urlVar(),
+  CORS_ALLOWED_ORIGINS: textVar(undefined),
+})
+export const gatewaySettings = envReader('gateway', GatewaySettingsSchema)
 
 export interface GatewayVariables {
   requestId: string

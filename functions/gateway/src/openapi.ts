@@ -1,10 +1,14 @@
 /**
  * The OpenAPI 3.1 document, composed from the families' own zod-generated documents (each
- * family describes the routes it validates) plus the gateway's, cached per isolate; and a
- * human-readable reference page rendered from the same document.
+ * family describes the routes it validates) plus the gateway's, cached per isolate; and the
+ * interactive reference page rendered from the same document.
  */
+import { createRoute, OpenAPIHono } from '@hono/zod-openapi'
+import SCALAR_SCRIPT from '@scalar/api-reference/browser/standalone.js?raw'
+import { Scalar } from '@scalar/hono-api-reference'
 import { Hono } from 'hono'
-import { FAMILIES, FAMILY_BINDING } from '../../../shared/routing/route-table'
+import { errorResponse } from '../../../shared/http/error-body'
+import { FAMILIES, FAMILY_BINDING, ROUTES } from '../../../shared/routing/route-table'
 import type { GatewayApp, GatewayEnv } from './gateway.context'
 
 export const API_VERSION = '2026-08-04'
@@ -14,67 +18,121 @@ interface OpenApiPart {
   components?: Record<string, Record<string, unknown>>
 }
 
-const GATEWAY_PATHS = {
-  '/healthz': {
-    get: {
-      tags: ['Operations'],
+/**
+ * The gateway's own routes, described with the same route definitions the families use, so that
+ * their error bodies refer to the one `Error` schema (shared/http/error-body.ts).
+ */
+function gatewayPart(): OpenApiPart {
+  const described = new OpenAPIHono()
+  const operations = [
+    {
+      path: '/healthz',
+      operationId: 'getHealth',
       summary: 'Liveness (public)',
-      responses: { 200: { description: 'The gateway is running' } },
+      ok: 'The gateway is running',
     },
-  },
-  '/readyz': {
-    get: {
-      tags: ['Operations'],
+    {
+      path: '/readyz',
+      operationId: 'getReadiness',
       summary: 'Readiness: touches the database (public)',
-      responses: { 200: { description: 'Ready' }, 503: { description: 'A dependency is unavailable' } },
+      ok: 'Ready',
+      unavailable: 'A dependency is unavailable',
     },
-  },
-  '/openapi.json': {
-    get: {
-      tags: ['Operations'],
+    {
+      path: '/openapi.json',
+      operationId: 'getOpenApiDocument',
       summary: 'This document (public)',
-      responses: { 200: { description: 'OpenAPI 3.1' } },
+      ok: 'OpenAPI 3.1',
     },
-  },
-  '/docs': {
-    get: {
-      tags: ['Operations'],
+    {
+      path: '/docs',
+      operationId: 'getApiReference',
       summary: 'Human-readable API reference (public)',
-      responses: { 200: { description: 'HTML' } },
+      ok: 'HTML',
     },
-  },
+  ]
+  for (const op of operations) {
+    described.openAPIRegistry.registerPath(
+      createRoute({
+        method: 'get',
+        path: op.path,
+        operationId: op.operationId,
+        tags: ['Operations'],
+        summary: op.summary,
+        security: [],
+        responses: {
+          200: { description: op.ok },
+          ...(op.unavailable ? { 503: errorResponse(op.unavailable) } : {}),
+        },
+      }),
+    )
+  }
+  return described.getOpenAPI31Document({
+    openapi: '3.1.0',
+    info: { title: 'gateway', version: API_VERSION },
+  }) as OpenApiPart
 }
 
-const ERROR_SCHEMA = {
-  type: 'object',
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['message', 'type', 'param', 'code'],
-      properties: {
-        message: { type: 'string' },
-        type: { type: 'string' },
-        param: { type: ['string', 'null'] },
-        code: { type: 'string' },
-      },
-    },
-  },
+interface Operation {
+  operationId?: string
+  security?: unknown[]
+  responses: Record<string, unknown>
+}
+
+const ERROR_REF = { $ref: '#/components/schemas/Error' }
+const errorBody = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ERROR_REF } },
+})
+
+/** `post /svc/agents/runs/{runId}` → `postSvcAgentsRunsByRunId`: stable, unique per method and path. */
+function derivedOperationId(path: string, method: string): string {
+  const words = path
+    .split('/')
+    .filter(Boolean)
+    .map((part) => (part.startsWith('{') ? `by-${part.slice(1, -1)}` : part))
+    .flatMap((part) => part.split(/[^A-Za-z0-9]+/))
+    .filter(Boolean)
+  return [method, ...words].map((w, i) => (i === 0 ? w : w[0]!.toUpperCase() + w.slice(1))).join('')
+}
+
+/**
+ * What every operation gets from the gateway in front of it, when its family did not say it
+ * already: an operationId derived from method and path, and the 4xx answers the gateway itself
+ * gives on that route (400 for input its rules refuse, 401 without a valid credential on
+ * credential routes, 413 for a body over the route's limit).
+ */
+function completeOperation(path: string, method: string, operation: Operation): void {
+  operation.operationId ??= derivedOperationId(path, method)
+  const route = ROUTES.find(
+    (r) => r.method === method.toUpperCase() && r.path.replace(/:([A-Za-z]+)/g, '{$1}') === path,
+  )
+  const responses = operation.responses
+  responses['400'] ??= errorBody(
+    'The request was refused by the input rules (the message names what and why)',
+  )
+  if (route?.access === 'credential') {
+    responses['401'] ??= errorBody('No credential, or one that is invalid, expired or revoked')
+  }
+  if (route?.body)
+    responses['413'] ??= errorBody(`The body is larger than this route takes (${route.body.maxBytes} bytes)`)
 }
 
 let cached: Promise<Record<string, unknown>> | null = null
 
 export async function composeOpenApi(env: GatewayEnv, baseUrl: string): Promise<Record<string, unknown>> {
   const parts = (await Promise.all(FAMILIES.map((f) => env[FAMILY_BINDING[f]].openapi()))) as OpenApiPart[]
-  const paths: Record<string, Record<string, unknown>> = { ...GATEWAY_PATHS }
-  const components: Record<string, Record<string, unknown>> = {
-    schemas: { Error: ERROR_SCHEMA },
-    securitySchemes: {},
-  }
-  for (const part of parts) {
+  const paths: Record<string, Record<string, unknown>> = {}
+  const components: Record<string, Record<string, unknown>> = { schemas: {}, securitySchemes: {} }
+  for (const part of [gatewayPart(), ...parts]) {
     for (const [path, ops] of Object.entries(part.paths ?? {})) paths[path] = { ...paths[path], ...ops }
     for (const [kind, entries] of Object.entries(part.components ?? {})) {
       components[kind] = { ...components[kind], ...entries }
+    }
+  }
+  for (const [path, operations] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      completeOperation(path, method, operation as Operation)
     }
   }
   return {
@@ -92,30 +150,28 @@ export async function composeOpenApi(env: GatewayEnv, baseUrl: string): Promise<
   }
 }
 
-function escapeHtml(s: string): string {
-  return s.replace(/[&<>"]/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[ch]!)
-}
+/**
+ * The interactive reference (Scalar's Hono middleware), rendered in the browser from /openapi.json.
+ * Its script is bundled into this worker and served from /docs/scalar.js; the page's CSP allows
+ * nothing but this origin, so reading the reference makes no request anywhere else.
+ */
+const REFERENCE_CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'unsafe-inline'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+].join('; ')
 
-export function renderReference(doc: Record<string, unknown>): string {
-  const paths = doc.paths as Record<
-    string,
-    Record<string, { summary?: string; description?: string; tags?: string[] }>
-  >
-  const rows: string[] = []
-  for (const [path, ops] of Object.entries(paths)) {
-    for (const [method, op] of Object.entries(ops)) {
-      rows.push(
-        `<tr><td><code>${method.toUpperCase()}</code></td><td><code>${escapeHtml(path)}</code></td><td>${escapeHtml(op.tags?.join(', ') ?? '')}</td><td>${escapeHtml(op.summary ?? '')}${op.description ? `<br><small>${escapeHtml(op.description)}</small>` : ''}</td></tr>`,
-      )
-    }
-  }
-  const info = doc.info as { title: string; version: string; description: string }
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(info.title)} reference</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}code{font-size:13px}</style></head>
-<body><h1>${escapeHtml(info.title)} <small>${escapeHtml(info.version)}</small></h1><p>${escapeHtml(info.description)}</p>
-<p>Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1, generated from the same zod schemas the routes validate with).</p>
-<table><thead><tr><th>Method</th><th>Path</th><th>Family</th><th>Summary</th></tr></thead><tbody>${rows.join('')}</tbody></table></body></html>`
-}
+const referencePage = Scalar<GatewayApp>({
+  url: '/openapi.json',
+  cdn: '/docs/scalar.js',
+  pageTitle: 'svc API reference',
+  withDefaultFonts: false,
+  hideClientButton: true,
+})
 
 export const docsRoutes = new Hono<GatewayApp>()
 
@@ -130,4 +186,13 @@ function documentFor(env: GatewayEnv, baseUrl: string): Promise<Record<string, u
 }
 
 docsRoutes.get('/openapi.json', async (c) => c.json(await documentFor(c.env, c.get('baseUrl'))))
-docsRoutes.get('/docs', async (c) => c.html(renderReference(await documentFor(c.env, c.get('baseUrl')))))
+docsRoutes.get('/docs', async (c, next) => {
+  c.header('content-security-policy', REFERENCE_CSP)
+  return referencePage(c, next)
+})
+docsRoutes.get('/docs/scalar.js', (c) =>
+  c.body(SCALAR_SCRIPT, 200, {
+    'content-type': 'text/javascript; charset=utf-8',
+    'cache-control': 'public, max-age=86400',
+  }),
+)

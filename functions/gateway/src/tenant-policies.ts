@@ -12,7 +12,7 @@ import { type AlgorithmCheck, type CryptoPolicy, checkAlgorithm } from '../../..
 import { loadTenantPolicy } from '../../../shared/crypto-policy/policy-store'
 import { openDatabase } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
-import type { GatewayEnv } from './gateway.context'
+import { type GatewayEnv, gatewaySettings } from './gateway.context'
 
 export interface CachedPolicy {
   policy: CryptoPolicy
@@ -32,8 +32,7 @@ export function clearTenantPolicies(): void {
 }
 
 function ttlMs(env: GatewayEnv): number {
-  const seconds = Number(env.CRYPTO_POLICY_CACHE_TTL_SECONDS ?? '30')
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 30_000
+  return gatewaySettings(env).CRYPTO_POLICY_CACHE_TTL_SECONDS * 1000
 }
 
 /** Seeds the cache (tests, and the loader below). */

@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { feedback } from '../../../shared/db/schema'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
-import { withDatabase } from './database'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { KnowledgeEnv } from './knowledge.context'
 import { AnyJsonObject, FeedbackReceiptSchema } from './knowledge.schemas'
 
@@ -21,7 +21,7 @@ export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const identity = identityOf(c)
       const body = c.req.valid('json')
       const subject = identity.principal.kind === 'api_key' ? null : identity.principal.subject
-      const row = await withDatabase(c, async (db) => {
+      const row = await withRequestDatabase(c, 'knowledge', async (db) => {
         const [inserted] = await db
           .insert(feedback)
           .values({

@@ -2,9 +2,13 @@
  * Personal memories as the gateway calls them, against Postgres: what is stored and shown, who
  * sees what, paging, and search.
  */
+
+import { sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
+import { memories } from '../../../shared/db/schema'
 import type { Identity } from '../../../shared/worker/request-context'
-import { createTenant, databaseEnv } from '../../../test/unit/database'
+import { principalId } from '../../../shared/worker/request-context'
+import { createTenant, databaseEnv, withTestDatabase } from '../../../test/unit/database'
 import { apiKeyIdentity, callFamily, errorOf } from '../../../test/unit/family-call'
 import KnowledgeWorker from './index'
 
@@ -89,10 +93,56 @@ describe('GET /svc/memories', () => {
       expect(page.data.length).toBeLessThanOrEqual(2)
       seen.push(...page.data.map((m) => m.id))
       if (!page.has_more) break
-      page = await list(me, `?limit=2&before=${encodeURIComponent(page.data.at(-1)!.created_at)}`)
+      page = await list(me, `?limit=2&before=${page.data.at(-1)!.id}`)
     }
     expect(seen).toEqual(newestFirst)
     expect((await list(me, '?limit=5')).has_more).toBe(false)
+  })
+
+  it('pages by id without skipping rows written in the same instant (the timestamp cursor cannot tell them apart)', async () => {
+    const me = await someone()
+    const instant = new Date('2026-11-01T12:00:00.123Z')
+    // Four records in one millisecond, one of them microseconds later (Postgres keeps µs).
+    const ids = await withTestDatabase(async (db) => {
+      const rows = await db
+        .insert(memories)
+        .values(
+          [0, 1, 2, 3].map((i) => ({
+            tenantId: me.tenantId,
+            ownerId: principalId(me),
+            content: `same instant ${i}`,
+            body: { content: `same instant ${i}` },
+            sizeBytes: 10,
+            createdAt: instant,
+          })),
+        )
+        .returning({ id: memories.id })
+      await db.execute(
+        sql`update memories set created_at = created_at + interval '400 microseconds' where id = ${rows[0]!.id}`,
+      )
+      return rows.map((r) => r.id)
+    })
+    const seen: string[] = []
+    let page = await list(me, '?limit=1')
+    for (;;) {
+      seen.push(...page.data.map((m) => m.id))
+      if (!page.has_more) break
+      page = await list(me, `?limit=1&before=${page.data.at(-1)!.id}`)
+    }
+    expect(seen).toHaveLength(4)
+    expect(new Set(seen)).toEqual(new Set(ids))
+    expect(seen[0]).toBe(ids[0])
+  })
+
+  it("refuses a cursor id that is not in the caller's list", async () => {
+    const me = await someone()
+    const other = await someone()
+    const theirs = await remember(other, { content: 'not yours' })
+    for (const id of [theirs.id, crypto.randomUUID()]) {
+      const res = await call(me, `/svc/memories?before=${id}`)
+      expect(res.status).toBe(400)
+      expect(await errorOf(res)).toMatchObject({ param: 'before', code: 'unknown_cursor' })
+    }
   })
 
   it('refuses a limit outside 1..100 and a cursor that is not a timestamp, naming the parameter', async () => {

@@ -1,14 +1,16 @@
 /**
  * Personal memories: records owned by one principal (API key or token subject) inside its
- * tenant. Every query filters by tenant and owner. Search ranks with Postgres full-text search
- * (`websearch_to_tsquery` on the `english` configuration, so "fridays" matches "friday") and falls back to substring matches.
+ * tenant. Every query filters by tenant and owner. Search is the retrieval engine's lexical signal
+ * (retrieval/engine.ts, the same as for documents): Postgres full-text search on the `english`
+ * configuration (so "fridays" matches "friday"), falling back to substring matches.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
-import { and, desc, eq, lt, sql } from 'drizzle-orm'
+import { and, desc, eq, sql } from 'drizzle-orm'
+import { olderThanCursor } from '../../../shared/db/list-cursor'
 import { memories } from '../../../shared/db/schema'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { principalId } from '../../../shared/worker/request-context'
-import { withDatabase } from './database'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { KnowledgeEnv } from './knowledge.context'
 import {
   AnyJsonObject,
@@ -18,6 +20,7 @@ import {
   MemorySearchResultSchema,
   RetrievalRequestSchema,
 } from './knowledge.schemas'
+import { fuse, lexicalCandidates } from './retrieval/engine'
 
 type MemoryRow = typeof memories.$inferSelect
 
@@ -53,7 +56,7 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       const identity = identityOf(c)
       const body = c.req.valid('json')
       const content = contentOf(body)
-      const row = await withDatabase(c, async (db) => {
+      const row = await withRequestDatabase(c, 'knowledge', async (db) => {
         const [inserted] = await db
           .insert(memories)
           .values({
@@ -84,15 +87,19 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
     async (c) => {
       const identity = identityOf(c)
       const { limit, before } = c.req.valid('query')
-      const rows = await withDatabase(c, (db) =>
+      const mine = and(eq(memories.tenantId, identity.tenantId), eq(memories.ownerId, principalId(identity)))
+      const rows = await withRequestDatabase(c, 'knowledge', async (db) =>
         db
           .select()
           .from(memories)
           .where(
             and(
-              eq(memories.tenantId, identity.tenantId),
-              eq(memories.ownerId, principalId(identity)),
-              before ? lt(memories.createdAt, new Date(before)) : undefined,
+              mine,
+              await olderThanCursor(
+                db,
+                { table: memories, id: memories.id, createdAt: memories.createdAt, scope: mine },
+                before,
+              ),
             ),
           )
           .orderBy(desc(memories.createdAt), desc(memories.id))
@@ -124,28 +131,40 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
     async (c) => {
       const identity = identityOf(c)
       const { query, k } = c.req.valid('json')
-      const vector = sql`to_tsvector('english', ${memories.content})`
-      const tsquery = sql`websearch_to_tsquery('english', ${query})`
-      const rows = await withDatabase(c, (db) =>
-        db
+      const owner = and(
+        eq(memories.tenantId, identity.tenantId),
+        eq(memories.ownerId, principalId(identity)),
+      )!
+      const rows = await withRequestDatabase(c, 'knowledge', async (db) => {
+        const lexical = await lexicalCandidates(
+          db,
+          {
+            table: sql`${memories}`,
+            id: sql`${memories.id}`,
+            text: sql`${memories.content}`,
+            tsv: sql`${memories.tsv}`,
+            scope: owner,
+          },
+          query,
+          k,
+        )
+        const ranked = fuse(lexical, null)
+        if (ranked.length === 0) return []
+        const found = await db
           .select({
             id: memories.id,
             content: memories.content,
             body: memories.body,
             createdAt: memories.createdAt,
-            score: sql<number>`(ts_rank(${vector}, ${tsquery}) + case when ${memories.content} ilike ${`%${query}%`} then 1 else 0 end)::float8`,
           })
           .from(memories)
-          .where(
-            and(
-              eq(memories.tenantId, identity.tenantId),
-              eq(memories.ownerId, principalId(identity)),
-              sql`(${vector} @@ ${tsquery} or ${memories.content} ilike ${`%${query}%`})`,
-            ),
-          )
-          .orderBy(sql`5 desc`, desc(memories.createdAt))
-          .limit(k),
-      )
+          .where(and(owner, sql`${memories.id} = any(${sql.param(ranked.map((r) => r.id))}::uuid[])`))
+        const byId = new Map(found.map((row) => [row.id, row]))
+        return ranked.flatMap((r) => {
+          const row = byId.get(r.id)
+          return row ? [{ ...row, score: r.score }] : []
+        })
+      })
       return c.json(
         {
           object: 'list' as const,

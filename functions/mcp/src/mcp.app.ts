@@ -1,12 +1,9 @@
 import { createFamilyApp } from '../../../shared/worker/family-app'
-import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
-import { type McpEnv, protectedResourceRoutes } from './protected-resource'
+import type { McpEnv } from './mcp.context'
+import { mcpEndpointRoutes } from './mcp-endpoint'
+import { protectedResourceRoutes } from './protected-resource'
 
 export const mcpApp = createFamilyApp<McpEnv>()
 
 protectedResourceRoutes(mcpApp)
-answerUnreleasedRoutes(mcpApp, 'mcp', [
-  'GET /oauth/protected-resource',
-  'GET /.well-known/oauth-protected-resource',
-  'GET /.well-known/oauth-protected-resource/mcp',
-])
+mcpEndpointRoutes(mcpApp)

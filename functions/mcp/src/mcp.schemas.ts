@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi'
+import { MCP_RESOURCE_SCOPES } from '../../../shared/auth/oauth-resources'
 
 /** RFC 9728 protected-resource metadata. */
 export const ProtectedResourceMetadataSchema = z
@@ -14,5 +15,5 @@ export const ProtectedResourceMetadataSchema = z
 
 export type ProtectedResourceMetadata = z.infer<typeof ProtectedResourceMetadataSchema>
 
-/** Scopes an access token or API key may carry for MCP and the model API. */
-export const MCP_SCOPES = ['mcp:tools', 'mcp:resources', 'models:read', 'chat:write', 'agents:write'] as const
+/** Scopes an access token or API key may carry for MCP and the model API (the API root's metadata). */
+export const API_SCOPES = [...MCP_RESOURCE_SCOPES, 'models:read', 'chat:write', 'agents:write'] as const

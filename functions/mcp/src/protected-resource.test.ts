@@ -7,8 +7,8 @@ import { env } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import { callFamily } from '../../../test/unit/family-call'
 import McpWorker from './index'
+import type { McpEnv } from './mcp.context'
 import { ProtectedResourceMetadataSchema } from './mcp.schemas'
-import type { McpEnv } from './protected-resource'
 
 const BASE = 'https://api.example.com'
 

@@ -8,26 +8,22 @@
 
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createRoute } from '@hono/zod-openapi'
+import { MCP_RESOURCE_SCOPES } from '../../../shared/auth/oauth-resources'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { MCP_SCOPES, type ProtectedResourceMetadata, ProtectedResourceMetadataSchema } from './mcp.schemas'
-
-export interface McpEnv {
-  OAUTH_AUTHORIZATION_SERVERS?: string
-}
+import { type McpEnv, mcpSettings } from './mcp.context'
+import { API_SCOPES, type ProtectedResourceMetadata, ProtectedResourceMetadataSchema } from './mcp.schemas'
 
 export function protectedResourceMetadata(
   baseUrl: string,
   resourcePath: string,
   env: McpEnv,
 ): ProtectedResourceMetadata {
-  const servers = (env.OAUTH_AUTHORIZATION_SERVERS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)
+  const servers = mcpSettings(env).OAUTH_AUTHORIZATION_SERVERS
   return {
     resource: `${baseUrl}${resourcePath}`,
     authorization_servers: servers.length ? servers : [baseUrl],
-    scopes_supported: [...MCP_SCOPES],
+    // The MCP resource's own scopes there; every scope of the API at the root.
+    scopes_supported: resourcePath === '/mcp' ? [...MCP_RESOURCE_SCOPES] : [...API_SCOPES],
     bearer_methods_supported: ['header'],
     resource_name: resourcePath === '/mcp' ? 'svc hosted MCP server' : 'svc API',
     resource_documentation: `${baseUrl}/docs`,

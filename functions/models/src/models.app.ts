@@ -1,6 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
+import type { Context } from 'hono'
 import { MODEL_CATALOG, renderModelList, renderRouterCatalog } from '../../../shared/catalog/model-catalog'
-import { type DirectHandler, DirectRoutes } from '../../../shared/worker/direct-routes'
 import { createFamilyApp } from '../../../shared/worker/family-app'
 import { ModelListSchema, RouterCatalogSchema } from './models.schemas'
 
@@ -16,15 +16,12 @@ const CATALOG_HEADERS = {
 }
 
 export const modelsApp = createFamilyApp<object>()
-/** Both catalogs are direct routes: no Request or Response is built for the gateway's call. */
-export const modelsDirectRoutes = new DirectRoutes()
-
 /** The catalog body, or 304 when the client already holds this version. */
-function catalog(body: string): DirectHandler {
-  return ({ header }) =>
-    header('if-none-match') === ETAG
-      ? { status: 304, headers: CATALOG_HEADERS, body: null }
-      : { status: 200, headers: CATALOG_HEADERS, body }
+function catalog(body: string) {
+  return (c: Context) =>
+    c.req.header('if-none-match') === ETAG
+      ? c.body(null, 304, CATALOG_HEADERS)
+      : c.body(body, 200, CATALOG_HEADERS)
 }
 
 modelsApp.openAPIRegistry.registerPath(
@@ -38,7 +35,7 @@ modelsApp.openAPIRegistry.registerPath(
     },
   }),
 )
-modelsDirectRoutes.get(modelsApp, '/svc/models', catalog(MODEL_LIST_BODY))
+modelsApp.get('/svc/models', catalog(MODEL_LIST_BODY))
 
 modelsApp.openAPIRegistry.registerPath(
   createRoute({
@@ -55,4 +52,4 @@ modelsApp.openAPIRegistry.registerPath(
     },
   }),
 )
-modelsDirectRoutes.get(modelsApp, '/svc/router/models', catalog(ROUTER_CATALOG_BODY))
+modelsApp.get('/svc/router/models', catalog(ROUTER_CATALOG_BODY))

@@ -5,7 +5,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { filterAlgorithms } from '../../../shared/crypto-policy'
 import { AppError } from '../../../shared/http/errors'
-import type { DirectRoutes } from '../../../shared/worker/direct-routes'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { PlatformEnv } from './platform.context'
 import { AlgorithmListSchema, AlgorithmQuerySchema, errorResponse } from './platform.schemas'
@@ -45,14 +44,11 @@ function algorithmList(query: Readonly<Record<string, string>>): string {
   return body
 }
 
-export function algorithmRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>, direct: DirectRoutes): void {
-  // Documented from the zod route; served as a direct route (no Request or Response built for
-  // the gateway's call) that returns the cached body text (filterAlgorithms validates both
-  // filters and answers 400 naming the allowed values).
+export function algorithmRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
+  // The cached body text of the filter (filterAlgorithms validates both filters and answers 400
+  // naming the allowed values).
   app.openAPIRegistry.registerPath(route)
-  direct.get(app, '/platform/v1/crypto/algorithms', ({ query }) => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: algorithmList(query),
-  }))
+  app.get('/platform/v1/crypto/algorithms', (c) =>
+    c.body(algorithmList(c.req.query()), 200, { 'content-type': 'application/json' }),
+  )
 }

@@ -16,6 +16,7 @@
  * The document is deterministic for a given state (no timestamp or random serial number), so its
  * digest, which the attestation names as a subject, can be recomputed from what GET .../cbom serves.
  */
+import { bytesToHex } from '../../../shared/crypto/encoding'
 import { ALGORITHM_REGISTRY, type AlgorithmEntry } from '../../../shared/crypto-policy'
 import { type CryptoPolicy, checkAlgorithm } from '../../../shared/crypto-policy/policy'
 import type { CryptoLibraryFacts } from './crypto-library-list'
@@ -86,7 +87,7 @@ function integrityHash(integrity: string): { alg: string; content: string } | nu
   const m = /^sha(256|384|512)-(.+)$/.exec(integrity)
   if (!m) return null
   const bytes = Uint8Array.from(atob(m[2]!), (c) => c.charCodeAt(0))
-  return { alg: `SHA-${m[1]}`, content: [...bytes].map((b) => b.toString(16).padStart(2, '0')).join('') }
+  return { alg: `SHA-${m[1]}`, content: bytesToHex(bytes) }
 }
 
 export function buildCbom(inputs: CbomInputs): Record<string, unknown> {

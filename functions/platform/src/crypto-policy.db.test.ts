@@ -195,12 +195,12 @@ describe('GET /platform/v1/crypto/violations', () => {
     const me = await owner()
     await record(me.tenantId, 3)
     const first = (await (await call(me, 'GET', '/platform/v1/crypto/violations?limit=2')).json()) as {
-      data: { request_id: string; created_at: string }[]
+      data: { id: string; request_id: string; created_at: string }[]
       has_more: boolean
     }
     expect(first.data.map((v) => v.request_id)).toEqual(['req_2', 'req_1'])
     expect(first.has_more).toBe(true)
-    const before = encodeURIComponent(first.data.at(-1)!.created_at)
+    const before = first.data.at(-1)!.id
     const rest = (await (
       await call(me, 'GET', `/platform/v1/crypto/violations?limit=2&before=${before}`)
     ).json()) as {

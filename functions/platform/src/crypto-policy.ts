@@ -4,7 +4,7 @@
  * algorithm against it, and list the violations the gateway and the auth worker recorded.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
-import { and, desc, eq, lt } from 'drizzle-orm'
+import { and, desc, eq } from 'drizzle-orm'
 import type { Context } from 'hono'
 import {
   acceptedTokenAlgorithms,
@@ -21,10 +21,12 @@ import {
   saveTenantPolicy,
   type TenantPolicy,
 } from '../../../shared/crypto-policy/policy-store'
+import { olderThanCursor } from '../../../shared/db/list-cursor'
 import { cryptoPolicyViolations } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
-import { actorOf, recordAuditEvent, requireAdmin, withDatabase } from './database'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
+import { actorOf, recordAuditEvent, requireAdmin } from './database'
 import type { PlatformEnv } from './platform.context'
 import {
   errorResponse,
@@ -123,7 +125,7 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
     }),
     async (c) => {
       const identity = identityOf(c)
-      const view = await withDatabase(c, (db) => loadTenantPolicy(db, identity.tenantId))
+      const view = await withRequestDatabase(c, 'platform', (db) => loadTenantPolicy(db, identity.tenantId))
       return c.json(await renderPolicy(view), 200)
     },
   )
@@ -161,7 +163,7 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
         candidate = { ...fields }
       }
       const policy = validatePolicy(candidate)
-      const view = await withDatabase(c, async (db) => {
+      const view = await withRequestDatabase(c, 'platform', async (db) => {
         // A PUT also repairs an unreadable stored policy: it then has no previous digest to record.
         const previous = await loadTenantPolicy(db, identity.tenantId).catch((err: unknown) => {
           if (err instanceof AppError && err.code === 'crypto_policy_unreadable') return null
@@ -193,7 +195,7 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
     async (c) => {
       const identity = requireAdmin(c, 'change the crypto policy')
       const fields = c.req.valid('json')
-      const view = await withDatabase(c, async (db) => {
+      const view = await withRequestDatabase(c, 'platform', async (db) => {
         const current = await loadTenantPolicy(db, identity.tenantId)
         const policy = validatePolicy(overlay(current.policy, fields))
         const saved = await saveTenantPolicy(db, {
@@ -229,7 +231,9 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
     async (c) => {
       const identity = identityOf(c)
       const query = c.req.valid('query')
-      const { policy } = await withDatabase(c, (db) => loadTenantPolicy(db, identity.tenantId))
+      const { policy } = await withRequestDatabase(c, 'platform', (db) =>
+        loadTenantPolicy(db, identity.tenantId),
+      )
       const context = query.context ?? 'request_declared'
       const check = checkAlgorithm(policy, query.algorithm, context)
       const asEnforced = checkAlgorithm({ ...policy, mode: 'enforce' }, query.algorithm, context)
@@ -264,17 +268,19 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
     async (c) => {
       const identity = identityOf(c)
       const query = c.req.valid('query')
-      const rows = await withDatabase(c, (db) =>
+      const ours = eq(cryptoPolicyViolations.tenantId, identity.tenantId)
+      const listed = {
+        table: cryptoPolicyViolations,
+        id: cryptoPolicyViolations.id,
+        createdAt: cryptoPolicyViolations.createdAt,
+        scope: ours,
+      }
+      const rows = await withRequestDatabase(c, 'platform', async (db) =>
         db
           .select()
           .from(cryptoPolicyViolations)
-          .where(
-            and(
-              eq(cryptoPolicyViolations.tenantId, identity.tenantId),
-              query.before ? lt(cryptoPolicyViolations.createdAt, new Date(query.before)) : undefined,
-            ),
-          )
-          .orderBy(desc(cryptoPolicyViolations.createdAt))
+          .where(and(ours, await olderThanCursor(db, listed, query.before)))
+          .orderBy(desc(cryptoPolicyViolations.createdAt), desc(cryptoPolicyViolations.id))
           .limit(query.limit + 1),
       )
       return c.json(

@@ -1,19 +1,9 @@
 import type { Context } from 'hono'
 import { type AuditEvent, appendAuditEvent } from '../../../shared/audit/audit-client'
-import type { Drizzle } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import type { Identity } from '../../../shared/worker/request-context'
-import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { PlatformEnv } from './platform.context'
-
-/** Runs `work` with a request-scoped database (see shared/worker/request-database.ts). */
-export function withDatabase<T>(
-  c: Context<FamilyEnv<PlatformEnv>>,
-  work: (db: Drizzle) => Promise<T>,
-): Promise<T> {
-  return withRequestDatabase(c, 'platform', work)
-}
 
 /** The caller's identity, refused with 403 `insufficient_role` unless it is an owner or admin. */
 export function requireAdmin(c: Context<FamilyEnv<PlatformEnv>>, action: string): Identity {
@@ -40,7 +30,5 @@ export function actorOf(identity: Identity): string {
  * their change and before they answer, so no change is acknowledged unlogged (log unreachable: 503).
  */
 export function recordAuditEvent(c: Context<FamilyEnv<PlatformEnv>>, event: AuditEvent) {
-  const identity = c.get('request').identity
-  if (!identity) throw new AppError(401, 'missing_credential', 'This endpoint requires a bearer credential.')
-  return appendAuditEvent(c.env.AUDIT_LOG, identity.tenantId, event)
+  return appendAuditEvent(c.env.AUDIT_LOG, identityOf(c).tenantId, event)
 }

@@ -1,20 +1,24 @@
-import { DirectRoutes } from '../../../shared/worker/direct-routes'
 import { createFamilyApp } from '../../../shared/worker/family-app'
 import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
 import { algorithmRoutes } from './algorithms'
+import { apiKeyRoutes } from './api-keys'
 import { auditLogRoutes } from './audit-log'
 import { cryptoPolicyRoutes } from './crypto-policy'
 import type { PlatformEnv } from './platform.context'
 import { serviceAccountRoutes } from './service-accounts'
 import { trustDocumentRoutes } from './trust-documents'
 import { trustPageRoutes } from './trust-pages'
+import { usageRoutes } from './usage'
+import { workspaceRoutes } from './workspace'
 
 export const platformApp = createFamilyApp<PlatformEnv>()
-export const platformDirectRoutes = new DirectRoutes()
 
 cryptoPolicyRoutes(platformApp)
-algorithmRoutes(platformApp, platformDirectRoutes)
+algorithmRoutes(platformApp)
 serviceAccountRoutes(platformApp)
+apiKeyRoutes(platformApp)
+workspaceRoutes(platformApp)
+usageRoutes(platformApp)
 auditLogRoutes(platformApp)
 trustDocumentRoutes(platformApp)
 trustPageRoutes(platformApp)
@@ -42,4 +46,16 @@ answerUnreleasedRoutes(platformApp, 'platform', [
   'POST /platform/v1/service-accounts',
   'POST /platform/v1/service-accounts/:serviceAccountId/rotate',
   'DELETE /platform/v1/service-accounts/:serviceAccountId',
+  'GET /platform/v1/api-keys',
+  'POST /platform/v1/api-keys',
+  'GET /platform/v1/api-keys/:keyId',
+  'POST /platform/v1/api-keys/:keyId/rotate',
+  'DELETE /platform/v1/api-keys/:keyId',
+  'GET /platform/v1/workspace',
+  'GET /platform/v1/plans',
+  'GET /platform/v1/billing',
+  'PATCH /platform/v1/billing',
+  'POST /platform/v1/billing/plan',
+  'GET /platform/v1/usage',
+  'GET /platform/v1/usage/requests',
 ])

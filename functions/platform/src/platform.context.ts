@@ -13,4 +13,8 @@ export interface PlatformEnv extends DatabaseEnv, AuditLogEnv {
   AUDIT_LOG?: AuditLogNamespace
   /** The auth family: `sign(data, alg)` signs attestations with the token keys. */
   AUTH?: Service<AuthWorker>
+  /** JSON `[{worker, sha256, bytes}]`: the bundles this deployment runs (functions/platform/src/deployed-bundles.ts). */
+  DEPLOYED_BUNDLES?: string
+  /** The deployment's plan catalog (shared/plans/plan-catalog.ts), shown by the billing and plans API. */
+  PLAN_CATALOG?: string
 }

@@ -1,4 +1,5 @@
 /** zod schemas of the platform API (crypto policy, registry, violations, service accounts). */
+
 import { z } from '@hono/zod-openapi'
 import { SERVICE_ACCOUNT_AUDIENCES } from '../../../shared/auth/service-accounts'
 import {
@@ -8,6 +9,7 @@ import {
   POLICY_MODES,
   PRESET_NAMES,
 } from '../../../shared/crypto-policy'
+import { ListCursorSchema } from '../../../shared/db/list-cursor'
 
 const algorithmList = z.array(z.string().min(1)).max(64)
 
@@ -168,11 +170,7 @@ export const AlgorithmListSchema = z
 
 export const ViolationQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  before: z
-    .string()
-    .datetime({ offset: true })
-    .optional()
-    .openapi({ description: 'created_at cursor from the last page' }),
+  before: ListCursorSchema,
 })
 
 export const ViolationSchema = z
@@ -240,18 +238,4 @@ export const ServiceAccountListSchema = z
 
 export const ServiceAccountParamsSchema = z.object({ serviceAccountId: z.string().uuid() })
 
-export const ErrorSchema = z
-  .object({
-    error: z.object({
-      message: z.string(),
-      type: z.string(),
-      param: z.string().nullable(),
-      code: z.string(),
-    }),
-  })
-  .openapi('Error')
-
-export const errorResponse = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorSchema } },
-})
+export { errorResponse } from '../../../shared/http/error-body'

@@ -15,11 +15,11 @@ import type { SelfTestReport } from '../../../shared/crypto/self-test'
 import { loadTenantPolicy, policyDigest, type TenantPolicy } from '../../../shared/crypto-policy/policy-store'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { auditLogNamespace, unwrap } from './audit-log'
 import type { CbomKey } from './cbom'
 import buildFactsJson from './crypto-libraries.generated.json'
 import type { BuildFacts } from './crypto-library-list'
-import { withDatabase } from './database'
 import type { PlatformEnv } from './platform.context'
 
 export const BUILD_FACTS = buildFactsJson as BuildFacts
@@ -75,7 +75,7 @@ export async function loadPosture(c: Context<FamilyEnv<PlatformEnv>>): Promise<P
   }
   const platformLog = auditLogOf(namespace, null)
   const [view, jwks, logKeys, selfTests] = await Promise.all([
-    withDatabase(c, (db) => loadTenantPolicy(db, tenantId)),
+    withRequestDatabase(c, 'platform', (db) => loadTenantPolicy(db, tenantId)),
     c.env.AUTH.verificationKeys(),
     logKeyRing(c.env.LOG_SIGNING_KEYS),
     platformLog.selfTests(),

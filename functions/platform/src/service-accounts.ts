@@ -11,7 +11,8 @@ import {
   rotateServiceAccountSecret,
 } from '../../../shared/auth/service-accounts'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { actorOf, recordAuditEvent, requireAdmin, withDatabase } from './database'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
+import { actorOf, recordAuditEvent, requireAdmin } from './database'
 import type { PlatformEnv } from './platform.context'
 import {
   errorResponse,
@@ -43,7 +44,9 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
     }),
     async (c) => {
       const identity = requireAdmin(c, 'list service accounts')
-      const data = await withDatabase(c, (db) => listServiceAccounts(db, identity.tenantId))
+      const data = await withRequestDatabase(c, 'platform', (db) =>
+        listServiceAccounts(db, identity.tenantId),
+      )
       return c.json({ object: 'list' as const, data }, 200)
     },
   )
@@ -70,7 +73,7 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
     async (c) => {
       const identity = requireAdmin(c, 'create service accounts')
       const body = c.req.valid('json')
-      const { account, secret } = await withDatabase(c, (db) =>
+      const { account, secret } = await withRequestDatabase(c, 'platform', (db) =>
         createServiceAccount(db, {
           tenantId: identity.tenantId,
           name: body.name,
@@ -113,7 +116,7 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
     async (c) => {
       const identity = requireAdmin(c, 'rotate service-account secrets')
       const { serviceAccountId } = c.req.valid('param')
-      const { account, secret } = await withDatabase(c, (db) =>
+      const { account, secret } = await withRequestDatabase(c, 'platform', (db) =>
         rotateServiceAccountSecret(db, identity.tenantId, serviceAccountId),
       )
       await recordAuditEvent(c, {
@@ -145,7 +148,7 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
     async (c) => {
       const identity = requireAdmin(c, 'revoke service accounts')
       const { serviceAccountId } = c.req.valid('param')
-      const account = await withDatabase(c, (db) =>
+      const account = await withRequestDatabase(c, 'platform', (db) =>
         revokeServiceAccount(db, identity.tenantId, serviceAccountId),
       )
       await recordAuditEvent(c, {

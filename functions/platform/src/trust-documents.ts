@@ -12,13 +12,12 @@
  *   is appended to the tenant's audit log before it is returned.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import { sha384 } from '@noble/hashes/sha2.js'
 import { appendAuditEvent, auditLogOf } from '../../../shared/audit/audit-client'
 import { toBase64 } from '../../../shared/audit/checkpoint'
+import { canonicalJson, sha256Hex, sha384Hex } from '../../../shared/crypto/digests'
 import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import { ALGORITHM_REGISTRY } from '../../../shared/crypto-policy'
-import { canonicalJson } from '../../../shared/crypto-policy/policy-store'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { auditLogNamespace, renderCheckpoint, unwrap } from './audit-log'
@@ -26,6 +25,7 @@ import { buildCbom } from './cbom'
 import { assessCompliance } from './compliance'
 import { ACVP_REVISIONS, SELF_TEST_SOURCES } from './conformance-manifest'
 import { actorOf } from './database'
+import { deployedBundles } from './deployed-bundles'
 import type { PlatformEnv } from './platform.context'
 import { errorResponse } from './platform.schemas'
 import { BUILD_FACTS, loadPosture, type Posture } from './posture'
@@ -34,8 +34,6 @@ export const DSSE_PAYLOAD_TYPE = 'application/vnd.in-toto+json'
 export const PREDICATE_TYPE = 'urn:svc:attestation:crypto-posture:v1'
 const ATTESTATION_TTL_MS = 24 * 3600 * 1000
 const ATTESTATION_SIGNERS: readonly JwsAlgorithm[] = ['ML-DSA-65', 'EdDSA']
-
-const sha384Hex = (bytes: Uint8Array) => bytesToHex(sha384(bytes))
 
 /** DSSE v1 pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body. */
 export function preAuthEncoding(payloadType: string, payload: Uint8Array): Uint8Array {
@@ -155,7 +153,9 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
       alg,
       kid: posture.jwks.keys.find((k) => k.alg === alg)?.kid ?? null,
     }))
+    const bundles = deployedBundles(c.env.DEPLOYED_BUNDLES)
     const subjects = [
+      ...(bundles ?? []).map((b) => ({ name: `worker:${b.worker}`, digest: { sha256: b.sha256 } })),
       {
         name: `crypto-policy:${identity.tenantId}`,
         digest: { sha384: posture.policyDigest.replace(/^sha384:/, '') },
@@ -203,6 +203,8 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
           platform: 'Cloudflare Workers (workerd)',
           user_agent: typeof navigator === 'undefined' ? null : navigator.userAgent,
           application: BUILD_FACTS.application,
+          // Subjects `worker:<name>` carry the digests; null = the deployment did not provide them.
+          deployed_bundles: bundles,
           libraries: BUILD_FACTS.libraries.map(({ name, version, integrity }) => ({
             name,
             version,
@@ -242,10 +244,12 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
     }
     const receipt = await appendAuditEvent(c.env.AUDIT_LOG, identity.tenantId, {
       kind: 'attestation.issued',
-      statement_digest: `sha256:${bytesToHex(new Uint8Array(await crypto.subtle.digest('SHA-256', payload)))}`,
+      statement_digest: `sha256:${sha256Hex(payload)}`,
       subjects: subjects.map((s) => ({
         name: s.name,
-        digest: 'sha384' in s.digest ? `sha384:${s.digest.sha384}` : `sha512:${s.digest.sha512}`,
+        digest: Object.entries(s.digest)
+          .map(([alg, hex]) => `${alg}:${hex}`)
+          .join(','),
       })),
       signatures: signatures.map(({ keyid, alg }) => ({ keyid, alg })),
       actor: actorOf(identity),

@@ -1,6 +1,9 @@
 import { createFamilyApp } from '../../../shared/worker/family-app'
-import { answerUnreleasedRoutes } from '../../../shared/worker/unreleased-routes'
+import { jobRoutes } from './jobs'
+import { providerConnectionRoutes } from './provider-connections'
+import type { ReasoningEnv } from './reasoning.context'
 
-export const reasoningApp = createFamilyApp<object>()
+export const reasoningApp = createFamilyApp<ReasoningEnv>()
 
-answerUnreleasedRoutes(reasoningApp, 'reasoning')
+jobRoutes(reasoningApp)
+providerConnectionRoutes(reasoningApp)

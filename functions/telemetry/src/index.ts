@@ -1,6 +1,7 @@
 import { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'
 import { telemetryApp } from './telemetry.app'
+import type { TelemetryEnv } from './telemetry.context'
 
-export default class TelemetryWorker extends FamilyEntrypoint {
+export default class TelemetryWorker extends FamilyEntrypoint<TelemetryEnv> {
   protected readonly app = telemetryApp
 }

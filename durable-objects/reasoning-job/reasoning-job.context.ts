@@ -1,0 +1,19 @@
+/**
+ * What a ReasoningJob object needs from the env of the worker that hosts it (the reasoning worker,
+ * whose own env extends this one). Every variable is listed in README's configuration table.
+ */
+import type { DatabaseEnv } from '../../shared/db/client'
+import type { RateLimiterNamespace } from '../../shared/metering'
+import type { PlanCatalogEnv } from '../../shared/plans'
+import type { ReasoningSettingsEnv } from './job-settings'
+
+export type ReasoningJobEnv = ReasoningSettingsEnv &
+  PlanCatalogEnv &
+  DatabaseEnv & {
+    /** The RateLimiter objects: a job's quote is reserved at creation and settled when it ends. */
+    readonly RATE_LIMITER: RateLimiterNamespace
+    /** Model providers (docs/providers.md); unset: live-key jobs cannot run. */
+    readonly MODEL_PROVIDERS?: string
+    /** Secrets named by MODEL_PROVIDERS (`apiKeySecret`) and other bindings it names. */
+    readonly [name: string]: unknown
+  }

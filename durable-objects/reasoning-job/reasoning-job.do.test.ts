@@ -1,0 +1,313 @@
+/**
+ * ReasoningJob inside the reasoning worker: real SQLite storage, real alarms driven with
+ * runDurableObjectAlarm (due times moved into the past instead of waiting), the simulated model
+ * for test keys, a scripted upstream for live keys, the real RateLimiter (metering worker) and
+ * the unit Postgres for the job index and the ledger.
+ */
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { ReasoningJobSchema } from './job.schemas'
+import type { JobReply, ReasoningJob } from './reasoning-job.do'
+import {
+  callerOf,
+  createJob,
+  driveToEnd,
+  identityFor,
+  indexRow,
+  installUpstream,
+  jobOf,
+  jobRequest,
+  ledgerRows,
+  reasoningEnv,
+  runDueNow,
+  uninstallUpstream,
+  unwrap,
+  upstream,
+} from './reasoning-job.do-fixtures'
+
+afterEach(() => {
+  uninstallUpstream()
+})
+
+/** Waits until the object's alarm has `n` upstream requests in flight (it writes the index first). */
+async function waitForRequests(n: number): Promise<void> {
+  await vi.waitFor(() => expect(upstream.requests.length).toBeGreaterThanOrEqual(n), {
+    timeout: 20_000,
+    interval: 20,
+  })
+}
+
+describe('a test-key job runs end to end on the simulated model', () => {
+  it('svc-hive: four candidates scored by hive_logprob, the argmax selected, completed', async () => {
+    const identity = await identityFor('test', 'team')
+    const handle = await createJob(identity)
+    const created = unwrap(handle.reply)
+    expect(created).toMatchObject({
+      status: 'queued',
+      model: 'svc-hive',
+      scoring_method: 'hive_logprob',
+      requested_real: false,
+      real_request_status: 'not_requested',
+      outcome_state: 'not_started',
+      attempt_count: 0,
+    })
+    expect(created.quoted_credits).toBeGreaterThan(0)
+    expect(ReasoningJobSchema.safeParse(created).success).toBe(true)
+
+    const job = await driveToEnd(handle)
+    expect(ReasoningJobSchema.safeParse(job).success).toBe(true)
+    expect(job.status).toBe('completed')
+    expect(job.outcome_state).toBe('committed')
+    // simulation_cloud: the quantum selector on the product's simulator (QAOA, 1000 seeded shots).
+    expect(job.selector_backend).toBe('qaoa-xy/statevector')
+    expect(job.fallback_reason).toBeNull()
+    const candidates = job.candidates ?? []
+    expect(candidates).toHaveLength(4)
+    const scores = candidates.map((c) => c.score as number)
+    const best = scores.indexOf(Math.max(...scores))
+    // The classical argmax is recorded beside the quantum answer.
+    expect(candidates.map((c) => c.classical_choice)).toEqual(candidates.map((_, i) => i === best))
+    // The answer is the most frequent outcome; the confidence is its share of the shots.
+    const frequencies = candidates.map((c) => c.quantum_frequency as number)
+    expect(frequencies.reduce((a, b) => a + b)).toBeCloseTo(1, 6)
+    const chosen = frequencies.indexOf(Math.max(...frequencies))
+    expect(job.selected_index).toBe(chosen)
+    expect(job.selector_confidence).toBe(frequencies[chosen])
+    expect(job.result).toBe(candidates[chosen]!.content)
+    for (const c of candidates) {
+      expect(c.mean_logprob).toBeLessThanOrEqual(0)
+      expect(c.quality).toBeGreaterThan(0)
+      expect(c.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
+    }
+    // Samples, not copies: the seed differs per candidate.
+    expect(new Set(candidates.map((c) => c.content)).size).toBeGreaterThan(1)
+    expect(job.selector_confidence).toBeGreaterThan(0)
+    expect(job.selector_confidence).toBeLessThanOrEqual(1)
+    expect(job.usage.model_calls).toBe(4)
+    expect(job.usage.total_tokens).toBe(job.usage.prompt_tokens! + job.usage.completion_tokens!)
+    expect(job.completed_at).not.toBeNull()
+
+    // The index row follows the object, without content.
+    const row = await indexRow(handle.jobId)
+    expect(row?.status).toBe('completed')
+    expect(row?.record).not.toHaveProperty('prompt')
+    expect(row?.record).not.toHaveProperty('result')
+  })
+
+  it('svc-swarm: three candidates judged pairwise in both orders (6 calls), completed', async () => {
+    const identity = await identityFor('test', 'enterprise')
+    const handle = await createJob(identity, jobRequest({ model: 'svc-swarm' }))
+    const job = await driveToEnd(handle)
+    expect(job.status).toBe('completed')
+    expect(job.scoring_method).toBe('swarm_judge')
+    expect(job.usage.model_calls).toBe(3 + 6)
+    const candidates = job.candidates ?? []
+    expect(candidates).toHaveLength(3)
+    for (const c of candidates) {
+      expect((c.wins as number) + (c.ties as number) + (c.losses as number)).toBe(2)
+      expect(c.score).toBeGreaterThanOrEqual(0)
+      expect(c.score).toBeLessThanOrEqual(1)
+    }
+  })
+
+  it('managed_qpu: the same steps, then classical_fallback with selector_unreachable, and no pretend qubits', async () => {
+    const identity = await identityFor('test', 'enterprise')
+    const handle = await createJob(identity, jobRequest({ product: 'managed_qpu' }))
+    expect(unwrap(handle.reply)).toMatchObject({
+      requested_real: true,
+      real_request_status: 'quantum_not_enabled',
+    })
+    const job = await driveToEnd(handle)
+    expect(job).toMatchObject({
+      status: 'classical_fallback',
+      fallback_reason: 'selector_unreachable',
+      selector_backend: 'classical_argmax',
+      used_real_qubits: false,
+      real_request_status: 'quantum_not_enabled',
+    })
+    expect(job.result).toBeTypeOf('string')
+  })
+})
+
+describe('creation', () => {
+  it('two creates of one job id (a retry racing the first) make one job and one reservation', async () => {
+    const identity = await identityFor('live', 'team')
+    installUpstream([{ kind: 'answer' }])
+    const jobId = crypto.randomUUID()
+    const handle = { jobId, identity, stub: (await createJob(identity)).stub }
+    // A fresh id: both calls race into the same new object.
+    const { jobStub } = await import('./reasoning-job.do-fixtures')
+    const stub = jobStub(identity.tenantId, jobId)
+    const call = { jobId, identity, request: jobRequest(), requestId: 'req_race' }
+    const [a, b] = (await Promise.all([stub.create(call), stub.create(call)])) as JobReply[]
+    expect(unwrap(a!).id).toBe(jobId)
+    expect(unwrap(b!).id).toBe(jobId)
+    const job = await driveToEnd({ jobId, identity, stub })
+    expect(job.error ?? null).toBeNull()
+    expect(job.status).toBe('completed')
+    void handle
+    await vi.waitFor(
+      async () => {
+        const rows = (await ledgerRows(identity.tenantId)).filter(
+          (r) => r.request_id === `reasoning-job:${jobId}`,
+        )
+        expect(rows).toHaveLength(1)
+        expect(rows[0]).toMatchObject({ endpoint: 'reasoning.jobs', model: 'svc-hive', mode: 'live' })
+        expect(rows[0]!.prompt_tokens + rows[0]!.completion_tokens).toBe(job.usage.total_tokens)
+      },
+      { timeout: 10_000, interval: 100 },
+    )
+  })
+
+  it('answers another tenant with 404 and never shows it the job', async () => {
+    const owner = await identityFor('test', 'team')
+    const handle = await createJob(owner)
+    const stranger = await identityFor('test', 'team')
+    const reply = (await handle.stub.get(callerOf(stranger))) as JobReply
+    expect(reply.ok).toBe(false)
+    if (!reply.ok) expect(reply.error).toMatchObject({ status: 404, code: 'job_not_found' })
+    const removed = (await handle.stub.remove(callerOf(stranger))) as JobReply
+    expect(removed.ok).toBe(false)
+  })
+})
+
+describe('DELETE', () => {
+  it('cancels a queued job: nothing runs, the reservation is released', async () => {
+    const identity = await identityFor('live', 'team')
+    installUpstream([{ kind: 'answer' }])
+    const jobId = crypto.randomUUID()
+    const { jobStub } = await import('./reasoning-job.do-fixtures')
+    const stub = jobStub(identity.tenantId, jobId)
+    // Create and cancel in one turn of the object: the alarm cannot start the job in between.
+    const cancelled = await runInDurableObject(stub, async (instance: ReasoningJob) => {
+      unwrap(await instance.create({ jobId, identity, request: jobRequest(), requestId: 'req_cancel' }))
+      return instance.remove(callerOf(identity))
+    })
+    expect(unwrap(cancelled)).toMatchObject({ status: 'cancelled', outcome_state: 'not_started' })
+    const job = await driveToEnd({ jobId, identity, stub })
+    expect(job.status).toBe('cancelled')
+    expect(upstream.requests).toHaveLength(0)
+    expect((await ledgerRows(identity.tenantId)).filter((r) => r.request_id.includes(jobId))).toHaveLength(0)
+    expect((await indexRow(jobId))?.status).toBe('cancelled')
+  })
+
+  it('refuses to cancel a started job (409), then erases its content once finished', async () => {
+    const identity = await identityFor('live', 'team')
+    installUpstream([{ kind: 'hang' }])
+    const handle = await createJob(identity)
+    const running = runDurableObjectAlarm(handle.stub)
+    await waitForRequests(4)
+    expect((await jobOf(handle)).status).toBe('generating_candidates')
+    const refused = (await handle.stub.remove(callerOf(identity))) as JobReply
+    expect(refused.ok).toBe(false)
+    if (!refused.ok) expect(refused.error).toMatchObject({ status: 409, code: 'job_started' })
+
+    upstream.script = [{ kind: 'answer' }]
+    await runInDurableObject(handle.stub, () => upstream.release())
+    await running
+    const done = await driveToEnd(handle)
+    expect(done.status).toBe('completed')
+    expect(done.prompt).toBeTypeOf('string')
+
+    const erased = unwrap((await handle.stub.remove(callerOf(identity))) as JobReply)
+    expect(erased.status).toBe('completed')
+    expect(erased).not.toHaveProperty('prompt')
+    expect(erased).not.toHaveProperty('result')
+    const after = await jobOf(handle)
+    expect(after).not.toHaveProperty('prompt')
+    expect(after.candidates?.every((c) => !('content' in c) && typeof c.digest === 'string')).toBe(true)
+    expect(after.selected_index).toBe(done.selected_index)
+    // Erasing again is the same answer.
+    expect(unwrap((await handle.stub.remove(callerOf(identity))) as JobReply).status).toBe('completed')
+  })
+
+  it("refuses a member deleting another member's job (403); an admin may", async () => {
+    const creator = await identityFor('test', 'team', { role: 'member', keyId: 'member-1' })
+    const handle = await createJob(creator)
+    await driveToEnd(handle)
+    const other = {
+      ...creator,
+      role: 'member' as const,
+      principal: { kind: 'api_key' as const, keyId: 'member-2', mode: 'test' as const },
+    }
+    const refused = (await handle.stub.remove(callerOf(other))) as JobReply
+    expect(refused.ok ? null : refused.error.code).toBe('job_management_denied')
+    const admin = { ...other, role: 'admin' as const }
+    expect(((await handle.stub.remove(callerOf(admin))) as JobReply).ok).toBe(true)
+  })
+})
+
+describe('retries and failures', () => {
+  it('a transient upstream failure is retried with backoff, then the job completes', async () => {
+    const identity = await identityFor('live', 'team')
+    installUpstream([{ kind: 'status', status: 503 }, { kind: 'answer' }])
+    const handle = await createJob(identity)
+    await runDurableObjectAlarm(handle.stub)
+    const waiting = await jobOf(handle)
+    expect(waiting.status).toBe('generating_candidates')
+    expect(waiting.attempt_count).toBe(1)
+    expect(waiting.max_attempts).toBe(4)
+    expect(Date.parse(waiting.next_attempt_at ?? '')).toBeGreaterThan(Date.parse(waiting.updated_at) - 1)
+    // The three candidates that did answer are kept: the retry asks only for the missing one.
+    const before = upstream.requests.length
+    const job = await driveToEnd(handle)
+    expect(job.status).toBe('completed')
+    expect(upstream.requests.length - before).toBe(1)
+    expect(job.attempt_count).toBe(0)
+    expect(job.next_attempt_at).toBeNull()
+  })
+
+  it('fails with the error after max_attempts, and releases the reservation', async () => {
+    const identity = await identityFor('live', 'team')
+    installUpstream([{ kind: 'status', status: 503 }])
+    const handle = await createJob(identity)
+    const job = await driveToEnd(handle)
+    expect(job.status).toBe('failed')
+    expect(job.attempt_count).toBe(4)
+    expect(job.error?.code).toBe('upstream_unavailable')
+    expect(job.error?.message).toContain('gave up after 4 attempts')
+    expect(job.outcome_state).toBe('committed')
+    await runDueNow(handle)
+    expect(
+      (await ledgerRows(identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId)),
+    ).toHaveLength(0)
+  })
+
+  it('a permanent refusal (400) fails the job at once', async () => {
+    const identity = await identityFor('live', 'team')
+    installUpstream([{ kind: 'status', status: 400 }])
+    const handle = await createJob(identity)
+    const job = await driveToEnd(handle)
+    expect(job.status).toBe('failed')
+    expect(job.attempt_count).toBe(1)
+  })
+})
+
+describe('crash recovery', () => {
+  it('an object torn down mid-step resumes from its storage: each candidate once, the job completes', async () => {
+    const identity = await identityFor('live', 'team')
+    // Two candidates answer, two hang; then the object goes away with its in-flight calls.
+    installUpstream([{ kind: 'answer' }, { kind: 'answer' }, { kind: 'hang' }])
+    const handle = await createJob(identity)
+    const running = runDurableObjectAlarm(handle.stub).catch(() => false)
+    await waitForRequests(4)
+    await abortAllDurableObjects()
+    await running
+    upstream.forget()
+    upstream.script = [{ kind: 'answer' }]
+    // A new instance: what the first one stored is all it knows.
+    const revived = { ...handle, stub: reasoningEnv.REASONING_JOB.get(handle.stub.id) }
+    const stored = await runInDurableObject(
+      revived.stub,
+      (_i: ReasoningJob, state) =>
+        state.storage.sql.exec<{ n: number }>(`SELECT count(*) AS n FROM candidates`).one().n,
+    )
+    expect(stored).toBe(2)
+    const job = await driveToEnd(revived)
+    expect(job.status).toBe('completed')
+    expect(job.candidates).toHaveLength(4)
+    expect(job.usage.model_calls).toBe(4)
+    // Two answered before the crash, two were lost with it and asked again: six requests in all.
+    expect(upstream.requests).toHaveLength(6)
+  })
+})

@@ -1,0 +1,693 @@
+/**
+ * ReasoningJob: one Durable Object per reasoning job (named by tenant and job id), the durable
+ * home of the job's state machine (docs/reasoning-jobs.md):
+ *
+ *   queued → generating_candidates → scoring → selecting → completed | classical_fallback
+ *                      └──────────────┴──────────┴──→ failed            queued → cancelled
+ *
+ * - Append state first, then act: every transition is written to SQLite together with the due
+ *   work it implies (one implicit transaction), then the object acts (calls models, writes the
+ *   Postgres index, settles metering). A crash at any point leaves the due work in storage; the
+ *   alarm runs it again, and every step is idempotent: a candidate or a verdict is stored once
+ *   (its slot), a step only runs for the slots still empty, metering settles once per reservation.
+ * - One alarm drives the due-work table (`advance`, `record_sync`, `meter_settle`), re-armed to
+ *   the earliest row. A step that fails transiently (providers down or busy) is retried with
+ *   exponential backoff (`attempt_count`, `max_attempts`, `next_attempt_at`); a permanent failure,
+ *   or the last attempt, ends the job `failed` with `error {code, message}`.
+ * - Credits: the job's quote is reserved with the tenant's RateLimiter before the job exists
+ *   (refusals are the create request's 402/403/429), committed with the usage when it completes,
+ *   released when it fails or is cancelled. The settle is due work written with the terminal state.
+ */
+import { DurableObject } from 'cloudflare:workers'
+import { sha256Hex } from '../../shared/crypto/digests'
+import { openDatabase } from '../../shared/db/client'
+import { AppError, toAppError } from '../../shared/http/errors'
+import {
+  CREDIT_UNITS_PER_CENT,
+  estimateCostUnits,
+  meteringUnavailable,
+  openMeter,
+  usageCostUnits,
+} from '../../shared/metering'
+import { resolvePlan } from '../../shared/plans'
+import { countTextTokens } from '../../shared/providers/tokenizer'
+import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
+import {
+  isTerminal,
+  type JobCreateRequest,
+  type ReasoningJob as ReasoningJobRecord,
+  SCORING_METHOD_OF,
+} from './job.schemas'
+import { writeJobIndex } from './job-index'
+import {
+  CANDIDATE_MAX_TOKENS,
+  CANDIDATES_PER_MODEL,
+  JUDGE_MAX_TOKENS,
+  type ReasoningSettings,
+  reasoningSettingsFromEnv,
+  retryDelayMs,
+} from './job-settings'
+import { type CallFailure, generateCandidate, judgePair, type ModelCallContext } from './model-calls'
+import { selectForSimulationCloud } from './quantum-selection'
+import type { ReasoningJobEnv } from './reasoning-job.context'
+import {
+  type CandidateRow,
+  type DueWorkKind,
+  type JobChange,
+  type JobRow,
+  JobStore,
+  toUsage,
+} from './reasoning-job.store'
+import { comparisonKey, hiveScores, judgeComparisons, swarmScores } from './scoring'
+import { classicalSelector, selectorFor } from './selector'
+
+/** How soon a failed index write or an unacknowledged settle is tried again. */
+const RETRY_SIDE_WORK_MS = 5_000
+/** A step that threw (a bug, storage trouble) is not retried in a tight loop. */
+const RETRY_CRASHED_STEP_MS = 5_000
+/** Tokens of the fixed prompt text around the user's prompt (system prompt, judge rubric). */
+const PROMPT_OVERHEAD_TOKENS = 64
+
+/** The object of a job: named by tenant and job id, so another tenant's id reaches an empty object. */
+export function jobObjectName(tenantId: string, jobId: string): string {
+  return `${tenantId}/${jobId}`
+}
+
+/** Who asks: the job's tenant must match; the principal and role decide who may delete. */
+export interface JobCaller {
+  tenantId: string
+  principal: string
+  role: 'owner' | 'admin' | 'member'
+}
+
+export interface CreateJobCall {
+  jobId: string
+  identity: Identity
+  request: JobCreateRequest
+  /** The x-request-id of the request that created the job. */
+  requestId: string
+}
+
+/** Errors cross RPC as data (an AppError's class does not survive serialisation). */
+export interface JobErrorData {
+  status: number
+  code: string
+  message: string
+  param: string | null
+  headers: Record<string, string>
+  extraBody: Record<string, unknown> | null
+}
+
+export type JobReply = { ok: true; job: ReasoningJobRecord } | { ok: false; error: JobErrorData }
+
+export function errorData(err: unknown): JobErrorData {
+  const e = toAppError(err)
+  if (e.status >= 500) {
+    console.error(JSON.stringify({ level: 'error', code: e.code, detail: e.internalMessage ?? e.message }))
+  }
+  return {
+    status: e.status,
+    code: e.code,
+    message: e.message,
+    param: e.param,
+    headers: e.headers,
+    extraBody: e.extraBody ?? null,
+  }
+}
+
+export function jobNotFound(): AppError {
+  return new AppError(
+    404,
+    'job_not_found',
+    'No reasoning job with this id exists in your workspace. Check the id (it is the `id` of the job the create request returned).',
+    { param: 'jobId' },
+  )
+}
+
+/** Whether a caller may cancel or erase another member's job: owners and admins. */
+export function canManageJobs(role: JobCaller['role']): boolean {
+  return role === 'owner' || role === 'admin'
+}
+
+/** Tokens a job may use at most: the quote reserved at creation. */
+export function quotedTokens(model: JobCreateRequest['model'], prompt: string): number {
+  const n = CANDIDATES_PER_MODEL[model]
+  const promptTokens = countTextTokens(prompt) + PROMPT_OVERHEAD_TOKENS
+  const candidates = n * (promptTokens + CANDIDATE_MAX_TOKENS)
+  const comparisons = SCORING_METHOD_OF[model] === 'swarm_judge' ? n * (n - 1) : 0
+  const judging = comparisons * (promptTokens + 2 * CANDIDATE_MAX_TOKENS + JUDGE_MAX_TOKENS)
+  return candidates + judging
+}
+
+/** An error and its causes in one line (drizzle wraps the driver's error as `cause`). */
+function describeError(err: unknown): string {
+  const parts: string[] = []
+  let current: unknown = err
+  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
+    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
+    current = current instanceof Error ? current.cause : undefined
+  }
+  return parts.join(' <- ')
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString()
+}
+
+function credits(units: number): number {
+  return Math.round((units / CREDIT_UNITS_PER_CENT) * 1e4) / 1e4
+}
+
+export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
+  readonly store: JobStore
+  /** The create in progress (its reservation is being asked for): a second create awaits it. */
+  private creating: Promise<JobReply> | null = null
+
+  constructor(ctx: DurableObjectState, env: ReasoningJobEnv) {
+    super(ctx, env)
+    this.store = new JobStore(ctx.storage.sql)
+    void ctx.blockConcurrencyWhile(async () => {
+      this.store.migrate()
+      // Self-heal: whatever is due (a step cut off by a restart) gets its alarm.
+      await this.armAlarm()
+    })
+  }
+
+  get settings(): ReasoningSettings {
+    return reasoningSettingsFromEnv(this.env)
+  }
+
+  now(): number {
+    return Date.now()
+  }
+
+  // --- RPC --------------------------------------------------------------------------------------
+
+  /**
+   * Creates the job, or answers the one this object already holds (a repeated or concurrent
+   * create of the same job id: the reasoning worker only sends the same request for one id).
+   */
+  async create(call: CreateJobCall): Promise<JobReply> {
+    const existing = this.store.job()
+    if (existing) {
+      if (existing.tenant_id !== call.identity.tenantId) return { ok: false, error: errorData(jobNotFound()) }
+      return { ok: true, job: this.view(existing, true) }
+    }
+    this.creating ??= this.createNew(call).finally(() => {
+      this.creating = null
+    })
+    return this.creating
+  }
+
+  async get(caller: JobCaller): Promise<JobReply> {
+    const job = this.store.job()
+    if (!job || job.tenant_id !== caller.tenantId) return { ok: false, error: errorData(jobNotFound()) }
+    return { ok: true, job: this.view(job, true) }
+  }
+
+  /**
+   * DELETE: a queued job is cancelled (its reservation released); a finished job has its content
+   * erased (metadata, digests and scores kept); a started job is left alone (409).
+   */
+  async remove(caller: JobCaller): Promise<JobReply> {
+    try {
+      const job = this.store.job()
+      if (!job || job.tenant_id !== caller.tenantId) throw jobNotFound()
+      if (job.principal !== caller.principal && !canManageJobs(caller.role)) {
+        throw new AppError(
+          403,
+          'job_management_denied',
+          'Only the member who created this job, or a workspace owner or admin, can cancel or erase it.',
+        )
+      }
+      const now = this.now()
+      if (job.status === 'queued') {
+        this.commit({ status: 'cancelled', completed_at: now, next_attempt_at: null }, now)
+        this.store.unschedule('advance')
+        this.store.schedule('meter_settle', now)
+      } else if (isTerminal(job.status)) {
+        if (job.erased_at === null) {
+          this.store.eraseContent()
+          this.commit({ erased_at: now }, now)
+        }
+      } else {
+        throw new AppError(
+          409,
+          'job_started',
+          `The job is ${job.status.replaceAll('_', ' ')}: execution has started, so it can no longer be cancelled safely. Wait until it ends, then DELETE it again to erase its content.`,
+        )
+      }
+      await this.armAlarm()
+      const after = this.store.job()
+      if (!after) throw new Error('the job row vanished')
+      return { ok: true, job: this.view(after, true) }
+    } catch (err) {
+      return { ok: false, error: errorData(err) }
+    }
+  }
+
+  /** Re-arms the alarm (a nudge; the due work decides what runs). */
+  async wake(): Promise<void> {
+    await this.armAlarm()
+  }
+
+  // --- creation ---------------------------------------------------------------------------------
+
+  private async createNew(call: CreateJobCall): Promise<JobReply> {
+    try {
+      const { identity, request, jobId } = call
+      const settings = this.settings
+      const { catalog } = resolvePlan(this.env, identity.planId)
+      const tokens = quotedTokens(request.model, request.prompt)
+      const meter = openMeter(this.env.RATE_LIMITER, identity, 'reasoning.jobs', { leases: false })
+      let grant: Awaited<ReturnType<typeof meter.acquire>>
+      try {
+        grant = await meter.acquire(
+          { requestId: `reasoning-job:${jobId}`, model: request.model, estimatedTokens: tokens },
+          catalog,
+        )
+      } catch (err) {
+        throw err instanceof AppError
+          ? err
+          : meteringUnavailable(err instanceof Error ? err.message : String(err))
+      }
+      const now = this.now()
+      const requestedReal = request.product !== 'simulation_cloud'
+      this.store.createJob({
+        jobId,
+        tenantId: identity.tenantId,
+        principal: principalId(identity),
+        model: request.model,
+        product: request.product,
+        requestedReal,
+        testMode: isTestMode(identity),
+        workspaceId: request.workspace_id ?? null,
+        providerConnectionId: request.provider_connection_id ?? null,
+        requestId: call.requestId,
+        candidateCount: CANDIDATES_PER_MODEL[request.model],
+        maxAttempts: settings.maxAttempts,
+        // This release has no QPU backend: a request for real hardware is told so, never "reserved".
+        realRequestStatus: requestedReal ? 'quantum_not_enabled' : 'not_requested',
+        quotedUnits: estimateCostUnits(request.model, tokens),
+        meter: { identity, grant },
+        now,
+      })
+      this.store.setContent('prompt', request.prompt)
+      this.store.schedule('advance', now)
+      this.store.schedule('record_sync', now)
+      // The index row before the answer, so the job is in the list as soon as the client has its id.
+      await this.syncRecord()
+      await this.armAlarm()
+      const job = this.store.job()
+      if (!job) throw new Error('the job was not stored')
+      return { ok: true, job: this.view(job, true) }
+    } catch (err) {
+      return { ok: false, error: errorData(err) }
+    }
+  }
+
+  // --- the alarm --------------------------------------------------------------------------------
+
+  override async alarm(): Promise<void> {
+    // Steps chain (each transition schedules the next at once): run what is due until nothing is.
+    for (let round = 0; round < 64; round++) {
+      const due = this.store.nextDue(this.now())
+      if (!due) break
+      try {
+        await this.run(due.kind)
+      } catch (err) {
+        console.error(
+          JSON.stringify({
+            level: 'error',
+            event: 'reasoning_step_crashed',
+            kind: due.kind,
+            detail: String(err),
+          }),
+        )
+        this.store.schedule(due.kind, this.now() + RETRY_CRASHED_STEP_MS)
+      }
+    }
+    await this.armAlarm()
+  }
+
+  private async run(kind: DueWorkKind): Promise<void> {
+    switch (kind) {
+      case 'record_sync':
+        this.store.schedule('record_sync', this.now() + RETRY_SIDE_WORK_MS)
+        await this.syncRecord()
+        return
+      case 'meter_settle':
+        this.store.schedule('meter_settle', this.now() + RETRY_SIDE_WORK_MS)
+        await this.settle()
+        return
+      case 'advance':
+        await this.advance()
+        return
+    }
+  }
+
+  /** One step of the state machine, from the stored state. */
+  private async advance(): Promise<void> {
+    const job = this.store.job()
+    if (!job || isTerminal(job.status)) {
+      this.store.unschedule('advance')
+      return
+    }
+    switch (job.status) {
+      case 'queued':
+        this.commit({ status: 'generating_candidates', outcome_state: 'in_progress' }, this.now())
+        this.store.schedule('advance', this.now())
+        return
+      case 'generating_candidates':
+        return this.generate(job)
+      case 'scoring':
+        return this.score(job)
+      case 'selecting':
+      case 'awaiting_qpu':
+        return this.select(job)
+    }
+  }
+
+  private modelContext(job: JobRow): ModelCallContext {
+    return { alias: job.model, testMode: job.test_mode, env: this.env, requestId: job.request_id }
+  }
+
+  private prompt(): string {
+    const prompt = this.store.content('prompt')
+    if (prompt === null) throw new Error('the job has no prompt')
+    return prompt
+  }
+
+  /** generating_candidates: one model call per empty candidate slot, in parallel. */
+  private async generate(job: JobRow): Promise<void> {
+    const have = new Set(this.store.candidates().map((c) => c.idx))
+    const missing = Array.from({ length: job.candidate_count }, (_, i) => i).filter((i) => !have.has(i))
+    const prompt = this.prompt()
+    const context = this.modelContext(job)
+    const withLogprobs = SCORING_METHOD_OF[job.model] === 'hive_logprob'
+    const failures: CallFailure[] = []
+    // Each candidate is stored as soon as it arrives: a crash mid-step redoes only the missing ones.
+    await Promise.all(
+      missing.map(async (idx) => {
+        const result = await generateCandidate(context, prompt, idx, withLogprobs)
+        if (!result.ok) {
+          failures.push(result.failure)
+          return
+        }
+        const { text, logprobs, finishReason, usage, provider } = result.value
+        const digest = `sha256:${sha256Hex(text)}`
+        this.store.addCandidate({
+          idx,
+          text,
+          digest,
+          logprobs,
+          finish_reason: finishReason,
+          provider,
+          usage: toUsage(usage),
+          created_at: this.now(),
+        })
+      }),
+    )
+    if (failures.length > 0) return this.stepFailed(job, failures)
+    this.commit({ status: 'scoring', attempt_count: 0, next_attempt_at: null }, this.now())
+    this.store.schedule('advance', this.now())
+  }
+
+  /** scoring: hive_logprob from the stored logprobs; swarm_judge with a judge call per comparison. */
+  private async score(job: JobRow): Promise<void> {
+    const candidates = this.store.candidates()
+    if (SCORING_METHOD_OF[job.model] === 'hive_logprob') {
+      const scores = hiveScores(candidates.map((c) => ({ text: c.text, logprobs: c.logprobs_json })))
+      for (const [i, score] of scores.entries()) this.store.setEvidence(candidates[i]!.idx, { ...score })
+    } else {
+      const judged = new Set(this.store.verdicts().map((v) => v.comparison))
+      const missing = judgeComparisons(candidates.length).filter((c) => !judged.has(comparisonKey(c)))
+      const prompt = this.prompt()
+      const context = this.modelContext(job)
+      const failures: CallFailure[] = []
+      await Promise.all(
+        missing.map(async (c) => {
+          const result = await judgePair(
+            context,
+            prompt,
+            candidates[c.first]!.text,
+            candidates[c.second]!.text,
+          )
+          if (!result.ok) {
+            failures.push(result.failure)
+            return
+          }
+          this.store.addVerdict({
+            comparison: comparisonKey(c),
+            first: c.first,
+            second: c.second,
+            verdict: result.value.verdict,
+            valid: result.value.valid,
+            provider: result.value.provider,
+            usage: toUsage(result.value.usage),
+          })
+        }),
+      )
+      if (failures.length > 0) return this.stepFailed(job, failures)
+      const verdicts = new Map(this.store.verdicts().map((v) => [v.comparison, v.verdict] as const))
+      const scores = swarmScores(candidates.length, verdicts)
+      for (const [i, score] of scores.entries()) this.store.setEvidence(candidates[i]!.idx, { ...score })
+    }
+    this.commit({ status: 'selecting', attempt_count: 0, next_attempt_at: null }, this.now())
+    this.store.schedule('advance', this.now())
+  }
+
+  /**
+   * selecting: simulation_cloud runs the quantum selector on the product's simulator
+   * (quantum-selection.ts: QAOA, seeded shots; an invalid outcome or the simulator's bounds fall back
+   * to the classical argmax); the real-hardware products still end classical_fallback until their
+   * queue path is wired (docs/quantum-selector.md). The classical argmax is always recorded beside
+   * the answer (`classical_choice` on its candidate), and each candidate's share of the shots
+   * (`quantum_frequency`) is kept as selection evidence.
+   */
+  private async select(job: JobRow): Promise<void> {
+    const candidates = this.store.candidates()
+    const scores = candidates.map((c) => Number(c.evidence_json?.score ?? 0))
+    const now = this.now()
+    const classical = classicalSelector.select(scores)
+    let change: JobChange
+    if (job.product === 'simulation_cloud') {
+      const quantum = selectForSimulationCloud(scores, job.job_id, classical)
+      for (const [i, c] of candidates.entries()) {
+        this.store.setEvidence(c.idx, {
+          ...(c.evidence_json ?? {}),
+          classical_choice: i === quantum.classicalIndex,
+          ...(quantum.frequencies.length ? { quantum_frequency: quantum.frequencies[i] ?? 0 } : {}),
+        })
+      }
+      change = {
+        status: quantum.fallbackReason ? 'classical_fallback' : 'completed',
+        fallback_reason: quantum.fallbackReason,
+        selected_index: quantum.index,
+        selector_backend: quantum.backend,
+        selector_confidence: quantum.confidence,
+      }
+    } else {
+      const choice = selectorFor(job.product)
+      const selection = (choice.kind === 'available' ? choice.selector : classicalSelector).select(scores)
+      change = {
+        status: choice.kind === 'available' ? 'completed' : 'classical_fallback',
+        fallback_reason: choice.kind === 'available' ? null : choice.reason,
+        selected_index: selection.index,
+        selector_backend: selection.backend,
+        selector_confidence: selection.confidence,
+      }
+    }
+    this.commit(
+      { ...change, outcome_state: 'committed', attempt_count: 0, next_attempt_at: null, completed_at: now },
+      now,
+    )
+    this.store.unschedule('advance')
+    this.store.schedule('meter_settle', now)
+  }
+
+  /** A round of calls left slots empty: retry with backoff, or fail the job. */
+  private stepFailed(job: JobRow, failures: readonly CallFailure[]): void {
+    const now = this.now()
+    const permanent = failures.find((f) => f.kind === 'permanent')
+    const attempt = job.attempt_count + 1
+    const failure = permanent ?? failures[0]!
+    if (permanent || attempt >= job.max_attempts) {
+      const message = permanent
+        ? failure.message
+        : `${failure.message} (gave up after ${attempt} attempts of the ${job.status.replaceAll('_', ' ')} step)`
+      this.commit(
+        {
+          status: 'failed',
+          error: { code: failure.code, message },
+          outcome_state: 'committed',
+          attempt_count: attempt,
+          next_attempt_at: null,
+          completed_at: now,
+        },
+        now,
+      )
+      this.store.unschedule('advance')
+      this.store.schedule('meter_settle', now)
+      return
+    }
+    const next = now + retryDelayMs(attempt, this.settings)
+    this.commit({ attempt_count: attempt, next_attempt_at: next }, now)
+    this.store.schedule('advance', next)
+  }
+
+  /** A state change, and the index write it implies (due now). */
+  private commit(change: JobChange, now: number): void {
+    this.store.update(change, now)
+    this.store.schedule('record_sync', now)
+  }
+
+  // --- side work --------------------------------------------------------------------------------
+
+  /** Writes the record to the Postgres index; done (unscheduled) when the stored version is in. */
+  private async syncRecord(): Promise<void> {
+    const job = this.store.job()
+    if (!job) {
+      this.store.unschedule('record_sync')
+      return
+    }
+    const database = openDatabase(this.env, { max: 1 })
+    try {
+      await writeJobIndex(database.db, {
+        tenantId: job.tenant_id,
+        principal: job.principal,
+        product: job.product,
+        recordVersion: job.record_version,
+        record: this.view(job, false),
+      })
+    } catch (err) {
+      console.error(
+        JSON.stringify({
+          level: 'warn',
+          event: 'reasoning_index_write_failed',
+          job_id: job.job_id,
+          detail: describeError(err),
+        }),
+      )
+      this.store.schedule('record_sync', this.now() + RETRY_SIDE_WORK_MS)
+      return
+    } finally {
+      await database.close()
+    }
+    if (this.store.job()?.record_version === job.record_version) this.store.unschedule('record_sync')
+    else this.store.schedule('record_sync', this.now())
+  }
+
+  /** Commits the usage of a finished job with the RateLimiter, or releases the reservation. */
+  private async settle(): Promise<void> {
+    const job = this.store.job()
+    if (!job || job.settled || !isTerminal(job.status)) {
+      this.store.unschedule('meter_settle')
+      return
+    }
+    const { identity, grant } = job.meter_json
+    const succeeded = job.status === 'completed' || job.status === 'classical_fallback'
+    const usage = this.usage()
+    const delivered = await openMeter(this.env.RATE_LIMITER, identity, 'reasoning.jobs', {
+      leases: false,
+    }).settle(grant, {
+      usage: succeeded && usage.totalTokens > 0 ? usage : null,
+      estimated: false,
+      provider: job.test_mode ? 'svc-test-mode' : (this.store.candidates()[0]?.provider ?? 'none'),
+    })
+    if (!delivered) return
+    this.store.markSettled()
+    this.store.unschedule('meter_settle')
+  }
+
+  // --- views ------------------------------------------------------------------------------------
+
+  /** Every model call's usage added up. */
+  private usage() {
+    const rows = [
+      ...this.store.candidates().map((c) => c.usage_json),
+      ...this.store.verdicts().map((v) => v.usage_json),
+    ]
+    return rows.reduce(
+      (sum, u) => ({
+        promptTokens: sum.promptTokens + u.promptTokens,
+        completionTokens: sum.completionTokens + u.completionTokens,
+        totalTokens: sum.totalTokens + u.totalTokens,
+        cachedTokens: sum.cachedTokens + u.cachedTokens,
+        reasoningTokens: sum.reasoningTokens + u.reasoningTokens,
+      }),
+      { promptTokens: 0, completionTokens: 0, totalTokens: 0, cachedTokens: 0, reasoningTokens: 0 },
+    )
+  }
+
+  private candidateView(c: CandidateRow, erased: boolean): Record<string, unknown> {
+    return {
+      index: c.idx,
+      ...(erased ? {} : { content: c.text }),
+      digest: c.digest,
+      provider: c.provider,
+      finish_reason: c.finish_reason,
+      prompt_tokens: c.usage_json.promptTokens,
+      completion_tokens: c.usage_json.completionTokens,
+      ...(c.evidence_json ?? {}),
+    }
+  }
+
+  /** The public record; `withContent`: decrypted prompt, candidates and result (detail only). */
+  view(job: JobRow, withContent: boolean): ReasoningJobRecord {
+    const erased = job.erased_at !== null
+    const candidates = withContent ? this.store.candidates() : []
+    const usage = this.usage()
+    const prompt = withContent && !erased ? this.store.content('prompt') : null
+    const selected =
+      job.selected_index === null ? undefined : candidates.find((c) => c.idx === job.selected_index)
+    return {
+      id: job.job_id,
+      status: job.status,
+      model: job.model,
+      scoring_method: SCORING_METHOD_OF[job.model],
+      requested_real: job.requested_real,
+      ...(prompt === null ? {} : { prompt }),
+      ...(withContent && candidates.length > 0
+        ? { candidates: candidates.map((c) => this.candidateView(c, erased)) }
+        : {}),
+      ...(job.selected_index === null ? {} : { selected_index: job.selected_index }),
+      ...(selected && !erased ? { result: selected.text } : {}),
+      ...(job.selector_backend === null ? {} : { selector_backend: job.selector_backend }),
+      ...(job.selector_confidence === null ? {} : { selector_confidence: job.selector_confidence }),
+      used_real_qubits: false,
+      quoted_credits: credits(job.quoted_units),
+      fallback_reason: job.fallback_reason,
+      real_request_status: job.real_request_status,
+      usage: {
+        prompt_tokens: usage.promptTokens,
+        completion_tokens: usage.completionTokens,
+        total_tokens: usage.totalTokens,
+        reasoning_tokens: usage.reasoningTokens,
+        model_calls: this.store.candidates().length + this.store.verdicts().length,
+        credits: credits(usageCostUnits(job.model, usage)),
+      },
+      inference_receipt_id: job.receipt_id,
+      attempt_count: job.attempt_count,
+      max_attempts: job.max_attempts,
+      next_attempt_at: job.next_attempt_at === null ? null : iso(job.next_attempt_at),
+      outcome_state: job.outcome_state,
+      error: job.error_json,
+      workspace_id: job.workspace_id,
+      created_at: iso(job.created_at),
+      updated_at: iso(job.updated_at),
+      completed_at: job.completed_at === null ? null : iso(job.completed_at),
+    }
+  }
+
+  /** One alarm for the whole due-work table, at its earliest row (or none). */
+  private async armAlarm(): Promise<void> {
+    const next = this.store.nextDueAt()
+    const current = await this.ctx.storage.getAlarm()
+    if (next === null) {
+      if (current !== null) await this.ctx.storage.deleteAlarm()
+      return
+    }
+    if (current !== next) await this.ctx.storage.setAlarm(next)
+  }
+}

@@ -1,0 +1,25 @@
+/** Every console page, in navigation order (the frame's NAV in layout.tsx lists them). */
+import type { Hono } from 'hono'
+import type { ConsoleApp } from './console.app'
+import type { Dispatch } from './console-api'
+import { apiKeyPages } from './pages/api-keys'
+import { auditLogPages } from './pages/audit-log'
+import { cryptoPolicyPages } from './pages/crypto-policy'
+import { overviewPages } from './pages/overview'
+import { planPages } from './pages/plans'
+import { serviceAccountPages } from './pages/service-accounts'
+import { signInPages } from './pages/sign-in'
+import { usagePages } from './pages/usage'
+import { workloadPages } from './pages/workloads'
+
+export function registerConsolePages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
+  signInPages(app, dispatch)
+  overviewPages(app)
+  apiKeyPages(app)
+  usagePages(app)
+  planPages(app)
+  cryptoPolicyPages(app)
+  auditLogPages(app)
+  serviceAccountPages(app)
+  workloadPages(app)
+}

@@ -1,0 +1,357 @@
+/**
+ * API keys: the keys of the current mode (test or live) with status, last use and expiry; create,
+ * rotate (with a grace period) and revoke for owners and admins. A new secret is shown once, in
+ * the answer to the form that made it (never in a URL, never stored), with a copy button.
+ */
+import type { Hono } from 'hono'
+import { SCOPES } from '../../../../../shared/auth/scopes'
+import {
+  type ConsoleApp,
+  type ConsoleContext,
+  formList,
+  formString,
+  frameOf,
+  html,
+  isAdmin,
+} from '../console.app'
+import type { ApiResult } from '../console-api'
+import { CsrfField, Frame, formatDate, Notice, TableRegion } from '../layout'
+
+interface ApiKey {
+  id: string
+  name: string
+  mode: 'live' | 'test'
+  redacted_value: string
+  role: string
+  scopes: string[]
+  status: string
+  created_at: string
+  created_by: string | null
+  last_used_at: string | null
+  expires_at: string | null
+  replaced_by: string | null
+  revoked_at: string | null
+}
+
+interface NewSecret {
+  key: string
+  name: string
+  what: string
+}
+
+interface PageState {
+  secret?: NewSecret
+  notice?: { kind: 'ok' | 'error'; text: string }
+  /** A refused create: the server's message, the field it names, and what was typed. */
+  createError?: { message: string; param: string | null; values: Record<string, string | string[]> }
+}
+
+const GRACE_CHOICES = [
+  { seconds: 0, label: 'none (stops at once)' },
+  { seconds: 3600, label: '1 hour' },
+  { seconds: 86_400, label: '1 day' },
+  { seconds: 7 * 86_400, label: '7 days' },
+] as const
+
+const ROLES = ['member', 'admin', 'owner'] as const
+
+async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
+  const mode = c.get('mode')
+  const listed = await c.get('api').get<{ data: ApiKey[] }>(`/platform/v1/api-keys?mode=${mode}`)
+  const keys = listed.ok ? listed.body.data : []
+  const admin = isAdmin(c)
+  const myRank = ROLES.indexOf(c.get('workspace').role)
+  const err = state.createError
+  const value = (name: string) => {
+    const v = err?.values[name]
+    return typeof v === 'string' ? v : ''
+  }
+  const chosenScopes = new Set(err ? formListOf(err.values.scopes) : [])
+  const fieldError = (param: string) =>
+    err && (err.param ?? '').split(/[.[]/)[0] === param ? (
+      <span class="hint error-text" id={`${param}-error`} role="alert">
+        {err.message}
+      </span>
+    ) : null
+  const frame = await frameOf(c, 'API keys', 'api-keys')
+  return html(
+    c,
+    <Frame frame={frame}>
+      <h1>API keys</h1>
+      <p class="lead">
+        {mode === 'test'
+          ? 'Test keys (svc_sk_test_…) are answered by the built-in simulated model and never billed.'
+          : 'Live keys (svc_sk_live_…) reach the configured model providers and are billed.'}{' '}
+        Switch the mode at the top to see the other keys.
+      </p>
+      {state.secret ? (
+        <Notice kind="ok" title={`${state.secret.what}: copy the secret now`}>
+          <p>
+            This is the only time the secret of “{state.secret.name}” is shown. Store it in a secret manager.
+          </p>
+          <div class="secret">
+            <code id="new-secret">{state.secret.key}</code>
+            <button
+              type="button"
+              class="secondary small"
+              data-copy="new-secret"
+              data-status="copy-status"
+              hidden
+            >
+              Copy
+            </button>
+            <span id="copy-status" role="status" aria-live="polite" />
+          </div>
+        </Notice>
+      ) : null}
+      {state.notice ? <Notice kind={state.notice.kind}>{state.notice.text}</Notice> : null}
+      {!listed.ok ? <Notice kind="error">The keys could not be listed: {listed.error.message}</Notice> : null}
+
+      <TableRegion label={`${mode} API keys`}>
+        <table>
+          <caption class="muted">
+            {keys.length} {mode} key{keys.length === 1 ? '' : 's'}
+            {admin ? '' : ' (members see the keys they created and the key they use)'}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+              <th scope="col">Status</th>
+              <th scope="col">Role and scopes</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Expires</th>
+              {admin ? <th scope="col">Actions</th> : null}
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map((k) => {
+              const live = k.status === 'active' || k.status === 'expiring'
+              return (
+                <tr data-key-id={k.id}>
+                  <td>{k.name}</td>
+                  <td class="nowrap">
+                    <code>{k.redacted_value}</code>
+                  </td>
+                  <td>
+                    <span class={`badge ${k.status}`}>{k.status}</span>
+                    {k.replaced_by ? <span class="hint">rotated</span> : null}
+                  </td>
+                  <td>
+                    {k.role}
+                    <span class="hint">{k.scopes.length ? k.scopes.join(', ') : 'all scopes'}</span>
+                  </td>
+                  <td class="nowrap">{formatDate(k.created_at)}</td>
+                  <td class="nowrap">{formatDate(k.last_used_at)}</td>
+                  <td>{k.revoked_at ? `revoked ${formatDate(k.revoked_at)}` : formatDate(k.expires_at)}</td>
+                  {admin ? (
+                    <td>
+                      {live && ROLES.indexOf(k.role as (typeof ROLES)[number]) <= myRank ? (
+                        <div class="actions">
+                          {k.replaced_by ? null : (
+                            <form method="post" action={`/console/api-keys/${k.id}/rotate`} class="inline">
+                              <CsrfField csrf={frame.csrf} />
+                              <label class="visually-hidden" for={`grace-${k.id}`}>
+                                Grace period for {k.name}
+                              </label>
+                              <select id={`grace-${k.id}`} name="grace_period_seconds">
+                                {GRACE_CHOICES.map((g) => (
+                                  <option value={String(g.seconds)} selected={g.seconds === 86_400}>
+                                    old key works {g.label}
+                                  </option>
+                                ))}
+                              </select>{' '}
+                              <button type="submit" class="secondary small">
+                                Rotate
+                              </button>
+                            </form>
+                          )}
+                          <form
+                            method="post"
+                            action={`/console/api-keys/${k.id}/revoke`}
+                            class="inline"
+                            data-confirm={`Revoke “${k.name}”? Requests with it are refused from now on.`}
+                          >
+                            <CsrfField csrf={frame.csrf} />
+                            <button type="submit" class="danger small" aria-label={`Revoke ${k.name}`}>
+                              Revoke
+                            </button>
+                          </form>
+                        </div>
+                      ) : (
+                        <span class="muted">—</span>
+                      )}
+                    </td>
+                  ) : null}
+                </tr>
+              )
+            })}
+          </tbody>
+        </table>
+      </TableRegion>
+
+      {admin ? (
+        <section aria-labelledby="create-heading">
+          <h2 id="create-heading">Create a key</h2>
+          {err &&
+          !['name', 'mode', 'role', 'scopes', 'expires_at', 'expires_in_days'].includes(
+            (err.param ?? '').split(/[.[]/)[0] ?? '',
+          ) ? (
+            <Notice kind="error">{err.message}</Notice>
+          ) : null}
+          <form method="post" action="/console/api-keys" class="panel">
+            <CsrfField csrf={frame.csrf} />
+            <div class="form-grid">
+              <div class="field">
+                <label for="key-name">Name</label>
+                <input
+                  id="key-name"
+                  name="name"
+                  type="text"
+                  required
+                  maxlength={120}
+                  value={value('name')}
+                  aria-invalid={err?.param === 'name' ? 'true' : undefined}
+                  aria-describedby={err?.param === 'name' ? 'name-error' : undefined}
+                />
+                {fieldError('name')}
+              </div>
+              <fieldset class="choices">
+                <legend>Mode</legend>
+                {(['test', 'live'] as const).map((m) => (
+                  <label>
+                    <input type="radio" name="mode" value={m} checked={(value('mode') || mode) === m} /> {m}
+                  </label>
+                ))}
+                {fieldError('mode')}
+              </fieldset>
+              <div class="field">
+                <label for="key-role">
+                  Role<span class="hint">What the key may administer (at most your own role)</span>
+                </label>
+                <select id="key-role" name="role">
+                  {ROLES.filter((_, i) => i <= myRank).map((r) => (
+                    <option value={r} selected={(value('role') || 'member') === r}>
+                      {r}
+                    </option>
+                  ))}
+                </select>
+                {fieldError('role')}
+              </div>
+              <div class="field">
+                <label for="key-expiry">
+                  Expires<span class="hint">Leave empty for no expiry</span>
+                </label>
+                <input id="key-expiry" name="expires_on" type="date" value={value('expires_on')} />
+                {fieldError('expires_at')}
+              </div>
+            </div>
+            <fieldset class="choices">
+              <legend>Scopes (none ticked: everything the role allows)</legend>
+              {Object.entries(SCOPES).map(([scope, what]) => (
+                <label title={what}>
+                  <input type="checkbox" name="scopes" value={scope} checked={chosenScopes.has(scope)} />{' '}
+                  <code>{scope}</code>
+                </label>
+              ))}
+              {fieldError('scopes')}
+            </fieldset>
+            <button type="submit">Create key</button>
+          </form>
+        </section>
+      ) : (
+        <p class="muted">Only workspace owners and admins create, rotate and revoke keys.</p>
+      )}
+    </Frame>,
+    status,
+  )
+}
+
+function formListOf(value: string | string[] | undefined): string[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value]
+}
+
+function failure(result: ApiResult<unknown>): { kind: 'error'; text: string } | null {
+  return result.ok ? null : { kind: 'error', text: `${result.error.message} (${result.error.code})` }
+}
+
+export function apiKeyPages(app: Hono<ConsoleApp>): void {
+  app.get('/api-keys', (c) => {
+    const done = c.req.query('revoked')
+    return render(
+      c,
+      done ? { notice: { kind: 'ok', text: `Key ${done} revoked. Requests with it are refused.` } } : {},
+    )
+  })
+
+  app.post('/api-keys', async (c) => {
+    const expiresOn = formString(c, 'expires_on')
+    const body = {
+      name: formString(c, 'name'),
+      mode: formString(c, 'mode'),
+      role: formString(c, 'role') || 'member',
+      scopes: formList(c, 'scopes'),
+      // A date picked in the form ends at the end of that day (UTC).
+      ...(expiresOn
+        ? { expires_at: /^\d{4}-\d{2}-\d{2}$/.test(expiresOn) ? `${expiresOn}T23:59:59Z` : expiresOn }
+        : {}),
+    }
+    const created = await c
+      .get('api')
+      .send<{ key: string; name: string; mode: string }>('POST', '/platform/v1/api-keys', body)
+    if (!created.ok) {
+      return render(
+        c,
+        {
+          createError: { message: created.error.message, param: created.error.param, values: c.get('form') },
+        },
+        created.status,
+      )
+    }
+    return render(
+      c,
+      {
+        secret: {
+          key: created.body.key,
+          name: created.body.name,
+          what: `New ${created.body.mode} key created`,
+        },
+      },
+      201,
+    )
+  })
+
+  app.post('/api-keys/:id/rotate', async (c) => {
+    const grace = Number(formString(c, 'grace_period_seconds') || '86400')
+    const rotated = await c
+      .get('api')
+      .send<{ key: { key: string; name: string }; previous: { expires_at: string } }>(
+        'POST',
+        `/platform/v1/api-keys/${encodeURIComponent(c.req.param('id'))}/rotate`,
+        { grace_period_seconds: grace },
+      )
+    if (!rotated.ok) return render(c, { notice: failure(rotated)! }, rotated.status)
+    return render(c, {
+      secret: {
+        key: rotated.body.key.key,
+        name: rotated.body.key.name,
+        what: `Rotated; the old secret works until ${formatDate(rotated.body.previous.expires_at)}`,
+      },
+    })
+  })
+
+  app.post('/api-keys/:id/revoke', async (c) => {
+    const revoked = await c
+      .get('api')
+      .send<{ name: string; suffix: string }>(
+        'DELETE',
+        `/platform/v1/api-keys/${encodeURIComponent(c.req.param('id'))}`,
+      )
+    if (!revoked.ok) return render(c, { notice: failure(revoked)! }, revoked.status)
+    return c.redirect(
+      `/console/api-keys?revoked=${encodeURIComponent(`“${revoked.body.name}” (…${revoked.body.suffix})`)}`,
+      303,
+    )
+  })
+}

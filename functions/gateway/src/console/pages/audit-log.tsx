@@ -1,0 +1,157 @@
+/**
+ * Audit log: the latest signed checkpoint and the workspace's entries, newest first, 50 a page;
+ * each entry's inclusion proof can be verified in the browser (WebCrypto: the checkpoint's Ed25519
+ * signature with the published log keys, the leaf hash, the Merkle path to the signed root).
+ */
+import type { Hono } from 'hono'
+import { type ConsoleApp, frameOf, html } from '../console.app'
+import { Frame, formatDate, Notice, TableRegion } from '../layout'
+
+const PAGE = 50
+
+interface Checkpoint {
+  origin: string
+  tree_size: number
+  root_hash: string
+  timestamp: number
+  note: string
+}
+
+interface Entry {
+  index: number
+  leaf_hash: string
+  entry: string
+  event: Record<string, unknown>
+}
+
+/** One line about an event, in the words of its kind. */
+export function describeEvent(event: Record<string, unknown>): string {
+  const s = (k: string) => (event[k] === undefined || event[k] === null ? '' : String(event[k]))
+  switch (event.kind) {
+    case 'api_key.changed':
+      return `API key ${s('name') || `…${s('suffix')}`} ${s('action')} by ${s('actor')}`
+    case 'service_account.changed':
+      return `Service account ${s('name') || s('service_account_id')} ${s('action')} by ${s('actor')}`
+    case 'crypto_policy.changed':
+      return `Policy set to ${s('preset') || 'custom'} (${s('mode')}) by ${s('actor')}`
+    case 'crypto_policy.decision':
+      return `${s('outcome')}: ${s('algorithm')} (${s('context')}) on ${s('method')} ${s('path')}`
+    case 'token.issued':
+      return `Token for ${s('subject')} (${s('audience')}, ${s('alg')}, ${s('grant')})`
+    case 'billing.changed':
+      return `Billing changed by ${s('actor')}${s('plan_id') ? `: plan ${s('previous_plan_id')} → ${s('plan_id')}` : ''}`
+    default:
+      return Object.entries(event)
+        .filter(([k]) => k !== 'kind')
+        .slice(0, 3)
+        .map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
+        .join(', ')
+  }
+}
+
+export function auditLogPages(app: Hono<ConsoleApp>): void {
+  app.get('/audit-log', async (c) => {
+    const api = c.get('api')
+    const checkpoint = await api.get<Checkpoint>('/platform/v1/audit-log/checkpoint')
+    const head = await api.get<{ tree_size: number }>('/platform/v1/audit-log/entries?start=0&end=1')
+    const size = head.ok ? head.body.tree_size : 0
+    const before = Math.min(size, Math.max(0, Number(c.req.query('before') ?? size) || size))
+    const start = Math.max(0, before - PAGE)
+    const entries =
+      before > 0
+        ? await api.get<{ data: Entry[] }>(`/platform/v1/audit-log/entries?start=${start}&end=${before}`)
+        : null
+    const rows = entries?.ok ? [...entries.body.data].reverse() : []
+    const frame = await frameOf(c, 'Audit log', 'audit-log')
+    return html(
+      c,
+      <Frame frame={frame}>
+        <h1>Audit log</h1>
+        <p class="lead">
+          Every key, account, policy and token event of this workspace, in an append-only Merkle log with
+          signed checkpoints (RFC 9162, C2SP).
+        </p>
+        {checkpoint.ok ? (
+          <section class="panel" aria-labelledby="cp-h">
+            <h2 id="cp-h">Latest checkpoint</h2>
+            <dl class="facts">
+              <dt>Log</dt>
+              <dd>
+                <code>{checkpoint.body.origin}</code>
+              </dd>
+              <dt>Size</dt>
+              <dd>{checkpoint.body.tree_size} entries</dd>
+              <dt>Root hash</dt>
+              <dd>
+                <code>{checkpoint.body.root_hash}</code>
+              </dd>
+              <dt>Signed</dt>
+              <dd>{formatDate(new Date(checkpoint.body.timestamp * 1000).toISOString())}</dd>
+            </dl>
+            <details>
+              <summary>The signed note</summary>
+              <pre>{checkpoint.body.note}</pre>
+            </details>
+          </section>
+        ) : (
+          <Notice kind="warn">No checkpoint yet: {checkpoint.error.message}</Notice>
+        )}
+        <h2 id="entries-h">
+          Entries {start}–{Math.max(start, before - 1)} of {size}
+        </h2>
+        <TableRegion label="Audit log entries">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Index</th>
+                <th scope="col">Appended</th>
+                <th scope="col">Kind</th>
+                <th scope="col">What</th>
+                <th scope="col">Proof</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((e) => {
+                const appended = (JSON.parse(e.entry) as { appended_at?: string }).appended_at
+                return (
+                  <tr data-entry-index={String(e.index)}>
+                    <td>{e.index}</td>
+                    <td class="nowrap">{formatDate(appended)}</td>
+                    <td>
+                      <code>{String(e.event.kind)}</code>
+                    </td>
+                    <td>{describeEvent(e.event)}</td>
+                    <td>
+                      <button
+                        type="button"
+                        class="secondary small"
+                        data-verify-index={String(e.index)}
+                        data-output={`proof-${e.index}`}
+                        aria-label={`Verify the inclusion proof of entry ${e.index}`}
+                      >
+                        Verify proof
+                      </button>
+                      <output id={`proof-${e.index}`} class="verify-result" aria-live="polite" />
+                    </td>
+                  </tr>
+                )
+              })}
+              {rows.length === 0 ? (
+                <tr>
+                  <td colspan={5} class="muted">
+                    No entries.
+                  </td>
+                </tr>
+              ) : null}
+            </tbody>
+          </table>
+        </TableRegion>
+        {start > 0 ? (
+          <p>
+            <a href={`/console/audit-log?before=${start}`}>Older entries</a>
+          </p>
+        ) : null}
+      </Frame>,
+    )
+  })
+}

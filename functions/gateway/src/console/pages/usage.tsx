@@ -1,0 +1,191 @@
+/**
+ * Usage: tokens, requests and credits per day and model as charts, filterable by period and API
+ * key in the current mode, and the request log (request id, endpoint, model, tokens, credits).
+ */
+import type { Hono } from 'hono'
+import { BarChart, lastDays, toSeries } from '../charts'
+import { type ConsoleApp, frameOf, html } from '../console.app'
+import { Frame, formatCents, formatDate, formatNumber, Notice, TableRegion } from '../layout'
+import type { UsageReport, UsageRequests } from './billing-types'
+
+const PERIODS = [7, 14, 30, 90] as const
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export function usagePages(app: Hono<ConsoleApp>): void {
+  app.get('/usage', async (c) => {
+    const api = c.get('api')
+    const mode = c.get('mode')
+    const days = PERIODS.find((p) => String(p) === c.req.query('days')) ?? 30
+    const keyId = UUID.test(c.req.query('key_id') ?? '') ? c.req.query('key_id')! : ''
+    const before = c.req.query('before') ?? ''
+    const filter = `mode=${mode}${keyId ? `&key_id=${keyId}` : ''}`
+    const [usage, requests, keys] = await Promise.all([
+      api.get<UsageReport>(`/platform/v1/usage?days=${days}&${filter}`),
+      api.get<UsageRequests>(
+        `/platform/v1/usage/requests?limit=50&${filter}${before ? `&before=${encodeURIComponent(before)}` : ''}`,
+      ),
+      api.get<{ data: { id: string; name: string; redacted_value: string }[] }>(
+        `/platform/v1/api-keys?mode=${mode}`,
+      ),
+    ])
+    const axis = lastDays(days)
+    const rows = usage.ok ? usage.body.data : []
+    const tokenRows = rows.filter((r) => r.unit === 'tokens')
+    const keyName = new Map(
+      (keys.ok ? keys.body.data : []).map((k) => [`key:${k.id}`, `${k.name} (${k.redacted_value})`]),
+    )
+    const frame = await frameOf(c, 'Usage', 'usage')
+    const log = requests.ok ? requests.body.data : []
+    const oldest = log.at(-1)?.created_at
+    return html(
+      c,
+      <Frame frame={frame}>
+        <h1>Usage</h1>
+        <p class="lead">
+          What the <strong>{mode}</strong> keys used, from the usage ledger (one row per metered request).
+        </p>
+        <form method="get" action="/console/usage" class="filters" aria-label="Filter usage">
+          <div class="field">
+            <label for="days">Period</label>
+            <select id="days" name="days">
+              {PERIODS.map((p) => (
+                <option value={String(p)} selected={p === days}>
+                  last {p} days
+                </option>
+              ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for="key_id">API key</label>
+            <select id="key_id" name="key_id">
+              <option value="">all {mode} keys</option>
+              {(keys.ok ? keys.body.data : []).map((k) => (
+                <option value={k.id} selected={k.id === keyId}>
+                  {k.name} ({k.redacted_value})
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit" class="secondary">
+            Apply
+          </button>
+        </form>
+        {!usage.ok ? <Notice kind="error">Usage could not be read: {usage.error.message}</Notice> : null}
+        {usage.ok ? (
+          <div class="cards">
+            <div class="card">
+              <h2>Requests</h2>
+              <p class="big">{formatNumber(usage.body.totals.requests)}</p>
+            </div>
+            <div class="card">
+              <h2>Tokens</h2>
+              <p class="big">{formatNumber(usage.body.totals.tokens)}</p>
+            </div>
+            <div class="card">
+              <h2>Credits charged</h2>
+              <p class="big">{formatCents(usage.body.totals.credits_cents)}</p>
+            </div>
+          </div>
+        ) : null}
+        <h2>Per day and model</h2>
+        <BarChart
+          id="usage-tokens"
+          title="Tokens"
+          days={axis}
+          unit="tokens"
+          series={toSeries(
+            axis,
+            tokenRows,
+            (r) => r.model,
+            (r) => r.day,
+            (r) => r.prompt_tokens + r.completion_tokens,
+          )}
+        />
+        <BarChart
+          id="usage-requests"
+          title="Requests"
+          days={axis}
+          unit="requests"
+          series={toSeries(
+            axis,
+            rows,
+            (r) => r.model,
+            (r) => r.day,
+            (r) => r.requests,
+          )}
+        />
+        <BarChart
+          id="usage-credits"
+          title="Credits"
+          days={axis}
+          unit="USD"
+          format={(n) => `$${Number((n / 100).toPrecision(3))}`}
+          series={toSeries(
+            axis,
+            rows,
+            (r) => r.model,
+            (r) => r.day,
+            (r) => r.credits_cents,
+          )}
+        />
+        <h2 id="log-h">Request log</h2>
+        <TableRegion label="Request log">
+          <table aria-describedby="log-h">
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Request id</th>
+                <th scope="col">Endpoint</th>
+                <th scope="col">Model</th>
+                <th scope="col">Status</th>
+                <th scope="col" class="num">
+                  Tokens in / out
+                </th>
+                <th scope="col" class="num">
+                  Credits
+                </th>
+                <th scope="col">Key</th>
+              </tr>
+            </thead>
+            <tbody>
+              {log.map((r) => (
+                <tr>
+                  <td class="nowrap">{formatDate(r.created_at)}</td>
+                  <td>
+                    <code>{r.request_id}</code>
+                  </td>
+                  <td>{r.endpoint}</td>
+                  <td>{r.model}</td>
+                  <td>{r.estimated ? 'cut short (estimated)' : 'completed'}</td>
+                  <td class="num">
+                    {r.unit === 'tokens'
+                      ? `${formatNumber(r.prompt_tokens)} / ${formatNumber(r.completion_tokens)}`
+                      : `${formatNumber(r.quantity)} ${r.unit}`}
+                  </td>
+                  <td class="num">{formatCents(r.credits_cents)}</td>
+                  <td>{keyName.get(r.principal) ?? r.principal}</td>
+                </tr>
+              ))}
+              {log.length === 0 ? (
+                <tr>
+                  <td colspan={8} class="muted">
+                    No metered requests {before ? 'before this point' : 'yet'}.
+                  </td>
+                </tr>
+              ) : null}
+            </tbody>
+          </table>
+        </TableRegion>
+        {requests.ok && requests.body.has_more && oldest ? (
+          <p>
+            <a
+              href={`/console/usage?days=${days}${keyId ? `&key_id=${keyId}` : ''}&before=${encodeURIComponent(oldest)}`}
+            >
+              Older requests
+            </a>
+          </p>
+        ) : null}
+      </Frame>,
+    )
+  })
+}

@@ -1,0 +1,271 @@
+/**
+ * API keys in Postgres: create (the secret exists only in the answer), list, rotate (a new row;
+ * the old one expires at the end of the grace period and points at the new one), revoke. Every
+ * query is scoped by the caller's tenant; what a caller may see or touch is decided here too:
+ * owners and admins manage the workspace's keys (never one of a higher role than their own),
+ * members see only the keys they created and the key they are calling with.
+ */
+import type { z } from '@hono/zod-openapi'
+import { and, desc, eq, isNull, or, type SQL } from 'drizzle-orm'
+import { API_KEY_PREFIX, apiKeySuffix, generateApiKey, hashApiKey } from '../../../shared/auth/api-keys'
+import type { Drizzle } from '../../../shared/db/client'
+import { type ApiKeyMode, apiKeys, type MemberRole } from '../../../shared/db/schema'
+import { AppError } from '../../../shared/http/errors'
+import type { Identity } from '../../../shared/worker/request-context'
+import type { ApiKeySchema } from './api-keys.schemas'
+import { actorOf } from './database'
+
+export type ApiKeyView = z.infer<typeof ApiKeySchema>
+type ApiKeyRow = typeof apiKeys.$inferSelect
+
+const RANK: Record<MemberRole, number> = { member: 0, admin: 1, owner: 2 }
+
+export function isAdministrator(identity: Identity): boolean {
+  return identity.role === 'owner' || identity.role === 'admin'
+}
+
+function userIdOf(identity: Identity): string | null {
+  const subject = identity.principal.kind === 'access_token' ? identity.principal.subject : ''
+  return subject.startsWith('user:') ? subject.slice(5) : null
+}
+
+export function renderApiKey(row: ApiKeyRow, now = new Date()): ApiKeyView {
+  const status = row.revokedAt
+    ? 'revoked'
+    : row.expiresAt && row.expiresAt <= now
+      ? 'expired'
+      : row.expiresAt
+        ? 'expiring'
+        : 'active'
+  return {
+    id: row.id,
+    object: 'api_key',
+    tenant_id: row.tenantId,
+    name: row.name,
+    mode: row.mode,
+    prefix: API_KEY_PREFIX[row.mode],
+    suffix: row.suffix,
+    redacted_value: `${API_KEY_PREFIX[row.mode]}…${row.suffix}`,
+    role: row.role,
+    scopes: row.scopes,
+    status,
+    created_at: row.createdAt.toISOString(),
+    created_by: row.createdByActor,
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
+    expires_at: row.expiresAt?.toISOString() ?? null,
+    replaced_by: row.replacedBy,
+    revoked_at: row.revokedAt?.toISOString() ?? null,
+  }
+}
+
+/** The keys a member may see: those it created, and the key it is calling with. */
+function visibleToMember(identity: Identity): SQL {
+  const own = [eq(apiKeys.createdByActor, actorOf(identity))]
+  if (identity.principal.kind === 'api_key') own.push(eq(apiKeys.id, identity.principal.keyId))
+  const userId = userIdOf(identity)
+  if (userId) own.push(eq(apiKeys.createdBy, userId))
+  return or(...own)!
+}
+
+function scopeFor(identity: Identity): SQL {
+  const tenant = eq(apiKeys.tenantId, identity.tenantId)
+  return isAdministrator(identity) ? tenant : and(tenant, visibleToMember(identity))!
+}
+
+function notFound(id: string): AppError {
+  return new AppError(
+    404,
+    'api_key_not_found',
+    `No API key ${id} in this workspace. List them with GET /platform/v1/api-keys.`,
+    { param: 'keyId' },
+  )
+}
+
+function outranked(identity: Identity, role: MemberRole, action: string): AppError {
+  return new AppError(
+    403,
+    'insufficient_role',
+    `A credential with role "${identity.role}" may not ${action} a key with role "${role}"; ask a workspace owner.`,
+    { param: 'role' },
+  )
+}
+
+export async function listApiKeys(
+  db: Drizzle,
+  identity: Identity,
+  filter: { mode?: ApiKeyMode; activeOnly: boolean },
+  now = new Date(),
+): Promise<ApiKeyView[]> {
+  const conditions = [scopeFor(identity)]
+  if (filter.mode) conditions.push(eq(apiKeys.mode, filter.mode))
+  const rows = await db
+    .select()
+    .from(apiKeys)
+    .where(and(...conditions))
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id))
+  const views = rows.map((row) => renderApiKey(row, now))
+  return filter.activeOnly ? views.filter((k) => k.status === 'active' || k.status === 'expiring') : views
+}
+
+export async function getApiKey(db: Drizzle, identity: Identity, id: string): Promise<ApiKeyView> {
+  const [row] = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, id), scopeFor(identity)))
+  if (!row) throw notFound(id)
+  return renderApiKey(row)
+}
+
+export interface CreateApiKeyInput {
+  name: string
+  mode: ApiKeyMode
+  role: MemberRole
+  scopes: readonly string[]
+  expiresAt: Date | null
+}
+
+/** Creates a key; the answer is the only place its secret ever exists outside the caller. */
+export async function createApiKey(
+  db: Drizzle,
+  identity: Identity,
+  input: CreateApiKeyInput,
+): Promise<{ view: ApiKeyView; key: string }> {
+  if (RANK[input.role] > RANK[identity.role]) throw outranked(identity, input.role, 'create')
+  const key = generateApiKey(input.mode)
+  const [row] = await db
+    .insert(apiKeys)
+    .values({
+      tenantId: identity.tenantId,
+      name: input.name,
+      mode: input.mode,
+      keyHash: await hashApiKey(key),
+      suffix: apiKeySuffix(key),
+      scopes: [...new Set(input.scopes)],
+      role: input.role,
+      createdBy: userIdOf(identity),
+      createdByActor: actorOf(identity),
+      expiresAt: input.expiresAt,
+    })
+    .returning()
+  return { view: renderApiKey(row!), key }
+}
+
+/** A key an administrator may change: in the tenant, not revoked, not expired, not outranking. */
+async function changeableKey(
+  db: Drizzle,
+  identity: Identity,
+  id: string,
+  action: string,
+  now: Date,
+): Promise<ApiKeyRow> {
+  const [row] = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
+  if (!row) throw notFound(id)
+  if (RANK[row.role] > RANK[identity.role]) throw outranked(identity, row.role, action)
+  if (row.revokedAt) {
+    throw new AppError(
+      409,
+      'api_key_revoked',
+      `API key ${id} was revoked at ${row.revokedAt.toISOString()}.`,
+      {
+        param: 'keyId',
+      },
+    )
+  }
+  if (row.expiresAt && row.expiresAt <= now) {
+    throw new AppError(409, 'api_key_expired', `API key ${id} expired at ${row.expiresAt.toISOString()}.`, {
+      param: 'keyId',
+    })
+  }
+  return row
+}
+
+/**
+ * Rotation: a new key with the same name, mode, role, scopes and expiry, and the old one working
+ * for `graceSeconds` more (0: it stops at once). A key is rotated once; rotate its successor next.
+ */
+export async function rotateApiKey(
+  db: Drizzle,
+  identity: Identity,
+  id: string,
+  graceSeconds: number,
+  now = new Date(),
+): Promise<{ view: ApiKeyView; key: string; previous: ApiKeyView }> {
+  return db.transaction(async (tx) => {
+    const old = await changeableKey(tx, identity, id, 'rotate', now)
+    if (old.replacedBy) {
+      throw new AppError(
+        409,
+        'api_key_already_rotated',
+        `API key ${id} was already rotated to ${old.replacedBy}; rotate that key instead.`,
+        { param: 'keyId' },
+      )
+    }
+    const key = generateApiKey(old.mode)
+    const [fresh] = await tx
+      .insert(apiKeys)
+      .values({
+        tenantId: old.tenantId,
+        name: old.name,
+        mode: old.mode,
+        keyHash: await hashApiKey(key),
+        suffix: apiKeySuffix(key),
+        scopes: old.scopes,
+        role: old.role,
+        createdBy: userIdOf(identity),
+        createdByActor: actorOf(identity),
+        // The successor keeps an expiry the old key had beyond the grace period.
+        expiresAt: old.expiresAt,
+      })
+      .returning()
+    const graceEnd = new Date(now.getTime() + graceSeconds * 1000)
+    const [previous] = await tx
+      .update(apiKeys)
+      .set({
+        replacedBy: fresh!.id,
+        expiresAt: old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd,
+      })
+      // Guarded so two concurrent rotations cannot both succeed.
+      .where(and(eq(apiKeys.id, old.id), isNull(apiKeys.replacedBy), isNull(apiKeys.revokedAt)))
+      .returning()
+    if (!previous) {
+      throw new AppError(409, 'api_key_already_rotated', `API key ${id} was rotated or revoked meanwhile.`, {
+        param: 'keyId',
+      })
+    }
+    return { view: renderApiKey(fresh!, now), key, previous: renderApiKey(previous, now) }
+  })
+}
+
+export async function revokeApiKey(
+  db: Drizzle,
+  identity: Identity,
+  id: string,
+  now = new Date(),
+): Promise<ApiKeyView> {
+  const [existing] = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
+  if (!existing) throw notFound(id)
+  if (RANK[existing.role] > RANK[identity.role]) throw outranked(identity, existing.role, 'revoke')
+  if (existing.revokedAt) {
+    throw new AppError(
+      409,
+      'api_key_revoked',
+      `API key ${id} was already revoked at ${existing.revokedAt.toISOString()}.`,
+      {
+        param: 'keyId',
+      },
+    )
+  }
+  const [row] = await db
+    .update(apiKeys)
+    .set({ revokedAt: now })
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId), isNull(apiKeys.revokedAt)))
+    .returning()
+  if (!row) throw notFound(id)
+  return renderApiKey(row, now)
+}

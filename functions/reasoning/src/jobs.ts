@@ -1,0 +1,300 @@
+/**
+ * /svc/quantum-reasoning/jobs (spec 000; docs/reasoning-jobs.md):
+ *
+ *   POST   /jobs           Idempotency-Key (400), the lab switch (503), the body (400), the plan
+ *                          (403), the provider for live keys (503), the key claim (409, 429), then
+ *                          the job's object (402/429 from metering) → 202 {job}, or 200 {job} for
+ *                          a replay of the same request.
+ *   GET    /jobs           a page of the tenant's jobs with the caller's capabilities.
+ *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or a non-uuid).
+ *   DELETE /jobs/{jobId}   queued → cancelled; finished → content erased; started → 409.
+ */
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import {
+  type JobCreateRequest,
+  JobCreateRequestSchema,
+  JobEnvelopeSchema,
+  JobIdParamSchema,
+  JobListQuerySchema,
+  JobPageSchema,
+} from '../../../durable-objects/reasoning-job/job.schemas'
+import { reasoningSettingsFromEnv } from '../../../durable-objects/reasoning-job/job-settings'
+import {
+  type JobCaller,
+  type JobReply,
+  jobNotFound,
+  jobObjectName,
+  type ReasoningJob,
+} from '../../../durable-objects/reasoning-job/reasoning-job.do'
+import { errorResponse } from '../../../shared/http/error-body'
+import { AppError } from '../../../shared/http/errors'
+import { parseWith } from '../../../shared/http/validation'
+import {
+  actionRequiredError,
+  checkFeatureAccess,
+  checkModelAccess,
+  type ResolvedPlan,
+  resolvePlan,
+} from '../../../shared/plans'
+import { providerRegistryFromEnv } from '../../../shared/providers'
+import type { FamilyEnv } from '../../../shared/worker/family-app'
+import {
+  type Identity,
+  isTestMode,
+  principalId,
+  requireIdentity,
+} from '../../../shared/worker/request-context'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
+import {
+  claimIdempotencyKey,
+  IDEMPOTENCY_KEY_HEADER,
+  idempotencyKeyOf,
+  releaseIdempotencyKey,
+  requestHash,
+} from './idempotency'
+import { readCapabilities, readJobPage } from './job-list'
+import type { ReasoningEnv } from './reasoning.context'
+
+type ReasoningContext = Context<FamilyEnv<ReasoningEnv>>
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function callerOf(c: ReasoningContext): Identity {
+  return requireIdentity(c.get('request'))
+}
+
+function jobCaller(identity: Identity): JobCaller {
+  return { tenantId: identity.tenantId, principal: principalId(identity), role: identity.role }
+}
+
+/** The job's object: named by tenant and id, so another tenant's id never reaches it. */
+function jobObject(env: ReasoningEnv, tenantId: string, jobId: string): DurableObjectStub<ReasoningJob> {
+  return env.REASONING_JOB.get(env.REASONING_JOB.idFromName(jobObjectName(tenantId, jobId)))
+}
+
+/** A job id from the path; anything but a UUID is a job that does not exist here (404). */
+function jobIdOf(raw: string): string {
+  if (!UUID.test(raw)) throw jobNotFound()
+  return raw.toLowerCase()
+}
+
+function jobStoreUnavailable(err: unknown): AppError {
+  return new AppError(
+    503,
+    'job_store_unavailable',
+    'The durable job store is unavailable right now. Retry in a few seconds (a create with the same Idempotency-Key is safe to retry).',
+    {
+      headers: { 'retry-after': '2' },
+      internalMessage: `ReasoningJob call failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+    },
+  )
+}
+
+async function callJob(work: () => Promise<JobReply>): Promise<JobReply> {
+  try {
+    return await work()
+  } catch (err) {
+    throw jobStoreUnavailable(err)
+  }
+}
+
+function answer(reply: JobReply) {
+  if (!reply.ok) {
+    const { status, code, message, param, headers, extraBody } = reply.error
+    throw new AppError(status, code, message, { param, headers, ...(extraBody ? { extraBody } : {}) })
+  }
+  return reply.job
+}
+
+/** The body, with a 400 naming the field (an unknown property is named in `param`). */
+function parseCreateRequest(body: unknown): JobCreateRequest {
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    const known = new Set(Object.keys(JobCreateRequestSchema.shape))
+    const unknown = Object.keys(body).filter((k) => !known.has(k))
+    if (unknown.length > 0) {
+      throw new AppError(
+        400,
+        'invalid_request_body',
+        `the body has unknown field(s) ${unknown.join(', ')}; a job request takes only prompt, model, product, provider_connection_id and workspace_id`,
+        { param: unknown[0] },
+      )
+    }
+  }
+  return parseWith(JobCreateRequestSchema, body)
+}
+
+/** 403s from the plan and the caller's role: the model, real hardware. */
+function checkEntitlements(
+  { plan, catalog }: ResolvedPlan,
+  identity: Identity,
+  request: JobCreateRequest,
+): void {
+  const model = checkModelAccess(plan, request.model, { catalog })
+  if (model) throw actionRequiredError(model, { param: 'model', catalog })
+  if (request.product === 'simulation_cloud') return
+  const real = checkFeatureAccess(plan, 'real_qpu', { catalog })
+  if (real) throw actionRequiredError(real, { param: 'product', catalog })
+  if (identity.role === 'member') {
+    throw new AppError(
+      403,
+      'real_hardware_role_required',
+      `Only workspace owners and admins can run jobs on real quantum hardware (${request.product}); your role is member. Use product simulation_cloud, or ask an owner or admin.`,
+      { param: 'product' },
+    )
+  }
+}
+
+export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'post',
+      path: '/svc/quantum-reasoning/jobs',
+      tags: ['Reasoning'],
+      summary: 'Create a durable reasoning job (idempotent with the Idempotency-Key header)',
+      request: {
+        headers: z.object({
+          [IDEMPOTENCY_KEY_HEADER]: z.string().min(16).max(160).openapi({
+            description: 'Unique per job; resend it with a retry. Kept 24 hours.',
+          }),
+        }),
+        body: { required: true, content: { 'application/json': { schema: JobCreateRequestSchema } } },
+      },
+      responses: {
+        202: { description: 'Queued', content: { 'application/json': { schema: JobEnvelopeSchema } } },
+        200: {
+          description: 'The same key and request were already used: the job as it is now',
+          content: { 'application/json': { schema: JobEnvelopeSchema } },
+        },
+        400: errorResponse('The header or the body is invalid'),
+        403: errorResponse('The plan lacks the model or real hardware (action-required body)'),
+        409: errorResponse('The key was used with a different request'),
+        429: errorResponse('The per-tenant queue limit is reached (action-required body, Retry-After)'),
+        503: errorResponse('The reasoning lab is disabled, or no provider is configured'),
+      },
+    }),
+  )
+  app.post('/svc/quantum-reasoning/jobs', async (c) => {
+    const identity = callerOf(c)
+    const key = idempotencyKeyOf(c.req.header(IDEMPOTENCY_KEY_HEADER))
+    const settings = reasoningSettingsFromEnv(c.env)
+    if (!settings.labEnabled) {
+      throw new AppError(
+        503,
+        'reasoning_lab_disabled',
+        'The reasoning lab is switched off on this deployment (REASONING_LAB_ENABLED=false), so no new jobs are accepted. Existing jobs can still be read and deleted.',
+        { headers: { 'retry-after': '3600' } },
+      )
+    }
+    const request = parseCreateRequest(await c.req.json())
+    const resolved = resolvePlan(c.env, identity.planId)
+    checkEntitlements(resolved, identity, request)
+    if (request.workspace_id && request.workspace_id.toLowerCase() !== identity.tenantId) {
+      throw new AppError(
+        403,
+        'workspace_mismatch',
+        `workspace_id must be your workspace (${identity.tenantId}) or null; your credential cannot create jobs in ${request.workspace_id}.`,
+        { param: 'workspace_id' },
+      )
+    }
+    if (!isTestMode(identity)) {
+      const registry = providerRegistryFromEnv(c.env)
+      if (!registry || registry.targetsFor(request.model).length === 0) {
+        throw new AppError(
+          503,
+          'provider_not_configured',
+          `No model provider is configured for ${request.model} on this deployment, so live jobs cannot run. Use a test key (svc_sk_test_) for the built-in model, or ask the operator to map ${request.model} in MODEL_PROVIDERS.`,
+        )
+      }
+    }
+    const hash = requestHash(request, isTestMode(identity) ? 'test' : 'live')
+    const claim = await withRequestDatabase(c, 'reasoning', (db) =>
+      claimIdempotencyKey(db, { tenantId: identity.tenantId, key, requestHash: hash, ...resolved }),
+    )
+    const reply = await callJob(() =>
+      jobObject(c.env, identity.tenantId, claim.jobId).create({
+        jobId: claim.jobId,
+        identity,
+        request,
+        requestId: c.get('request').requestId,
+      }),
+    )
+    if (!reply.ok && claim.kind === 'new' && reply.error.status < 500) {
+      // Refused before the job existed (metering): the key is free for another try.
+      await withRequestDatabase(c, 'reasoning', (db) =>
+        releaseIdempotencyKey(db, identity.tenantId, key, claim.jobId),
+      )
+    }
+    const job = answer(reply)
+    return c.json({ job }, claim.kind === 'new' ? 202 : 200)
+  })
+
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'get',
+      path: '/svc/quantum-reasoning/jobs',
+      tags: ['Reasoning'],
+      summary: "A page of the workspace's reasoning jobs (newest first) with the caller's capabilities",
+      request: { query: JobListQuerySchema },
+      responses: {
+        200: { description: 'The page', content: { 'application/json': { schema: JobPageSchema } } },
+        400: errorResponse('A query parameter is invalid'),
+      },
+    }),
+  )
+  app.get('/svc/quantum-reasoning/jobs', async (c) => {
+    const identity = callerOf(c)
+    const query = parseWith(JobListQuerySchema, c.req.query(), 'invalid_query')
+    const { plan } = resolvePlan(c.env, identity.planId)
+    const page = await withRequestDatabase(c, 'reasoning', async (db) => ({
+      ...(await readJobPage(db, identity.tenantId, query)),
+      capabilities: await readCapabilities(db, identity, plan),
+    }))
+    return c.json({ jobs: page.jobs, next_cursor: page.nextCursor, capabilities: page.capabilities }, 200)
+  })
+
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'get',
+      path: '/svc/quantum-reasoning/jobs/{jobId}',
+      tags: ['Reasoning'],
+      summary: 'A job with its candidates, selection evidence, result, usage and receipt id',
+      request: { params: JobIdParamSchema },
+      responses: {
+        200: { description: 'The job', content: { 'application/json': { schema: JobEnvelopeSchema } } },
+        404: errorResponse('No such job in your workspace'),
+      },
+    }),
+  )
+  app.get('/svc/quantum-reasoning/jobs/:jobId', async (c) => {
+    const identity = callerOf(c)
+    const jobId = jobIdOf(c.req.param('jobId'))
+    const reply = await callJob(() => jobObject(c.env, identity.tenantId, jobId).get(jobCaller(identity)))
+    return c.json({ job: answer(reply) }, 200)
+  })
+
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'delete',
+      path: '/svc/quantum-reasoning/jobs/{jobId}',
+      tags: ['Reasoning'],
+      summary: 'Cancel a queued job, or erase the content of a finished one',
+      request: { params: JobIdParamSchema },
+      responses: {
+        200: {
+          description: 'Cancelled or erased',
+          content: { 'application/json': { schema: JobEnvelopeSchema } },
+        },
+        403: errorResponse("A member deleting another member's job"),
+        404: errorResponse('No such job in your workspace'),
+        409: errorResponse('Execution has started; cancellation is no longer safe'),
+      },
+    }),
+  )
+  app.delete('/svc/quantum-reasoning/jobs/:jobId', async (c) => {
+    const identity = callerOf(c)
+    const jobId = jobIdOf(c.req.param('jobId'))
+    const reply = await callJob(() => jobObject(c.env, identity.tenantId, jobId).remove(jobCaller(identity)))
+    return c.json({ job: answer(reply) }, 200)
+  })
+}

@@ -1,0 +1,146 @@
+/**
+ * The telemetry family as the gateway calls it, against Postgres, with the collector played by a
+ * stubbed fetch (the e2e tests use a real collector fake over HTTP): what is retained per export,
+ * paging, pruning past OTLP_RESULTS_RETAINED, tenancy of the results, and the collector not
+ * being configured.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { Identity } from '../../../shared/worker/request-context'
+import { createTenant, databaseEnv } from '../../../test/unit/database'
+import { apiKeyIdentity, callFamily, errorOf } from '../../../test/unit/family-call'
+import TelemetryWorker from './index'
+import type { TelemetryEnv } from './telemetry.context'
+
+const COLLECTOR = 'http://collector.test:4318'
+const env = (extra: Partial<TelemetryEnv> = {}): TelemetryEnv => ({
+  ...databaseEnv,
+  OTLP_COLLECTOR_URL: COLLECTOR,
+  ...extra,
+})
+
+/** A recorded forward: URL, headers and exact body. */
+interface Forwarded {
+  url: string
+  headers: Record<string, string>
+  body: Uint8Array
+}
+
+function stubCollector(status = 200): Forwarded[] {
+  const seen: Forwarded[] = []
+  vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
+    const request = new Request(input as RequestInfo, init)
+    seen.push({
+      url: request.url,
+      headers: Object.fromEntries(request.headers),
+      body: new Uint8Array(await request.arrayBuffer()),
+    })
+    return new Response(status === 200 ? '{}' : 'nope', {
+      status,
+      headers: { 'content-type': status === 200 ? 'application/json' : 'text/plain' },
+    })
+  })
+  return seen
+}
+
+afterEach(() => {
+  vi.restoreAllMocks()
+})
+
+const logs = (count: number) =>
+  JSON.stringify({
+    resourceLogs: [{ scopeLogs: [{ logRecords: Array.from({ length: count }, () => ({})) }] }],
+  })
+
+const exportLogs = (identity: Identity, body: string, e = env()) =>
+  callFamily(TelemetryWorker, e, '/otlp/v1/logs', {
+    method: 'POST',
+    identity,
+    body,
+    headers: { 'content-type': 'application/json', 'x-forged': 'yes', 'x-scope-orgid': 'someone-else' },
+    maxBodyBytes: 8 * 1024 * 1024,
+  })
+
+interface Page {
+  data: { id: string; items: number; signal: string; outcome: string; decoded_bytes: number }[]
+  has_more: boolean
+  totals: { signal: string; requests: number; items: number }[]
+}
+
+const list = async (identity: Identity, query = '', e = env()) => {
+  const res = await callFamily(TelemetryWorker, e, `/platform/v1/telemetry/ingestions${query}`, { identity })
+  expect(res.status, await res.clone().text()).toBe(200)
+  return (await res.json()) as Page
+}
+
+describe('OTLP export against Postgres', () => {
+  it('forwards the exact body with only the receiver headers, and retains the result and totals', async () => {
+    const seen = stubCollector()
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const body = logs(3)
+    const res = await exportLogs(identity, body)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({})
+    expect(seen).toHaveLength(1)
+    expect(seen[0]!.url).toBe(`${COLLECTOR}/v1/logs`)
+    expect(new TextDecoder().decode(seen[0]!.body)).toBe(body)
+    expect(seen[0]!.headers['x-scope-orgid']).toBe(identity.tenantId)
+    expect(seen[0]!.headers['x-forged']).toBeUndefined()
+    const page = await list(identity)
+    expect(page.data).toEqual([
+      expect.objectContaining({ signal: 'logs', items: 3, outcome: 'forwarded', decoded_bytes: body.length }),
+    ])
+    expect(page.totals).toEqual([expect.objectContaining({ signal: 'logs', requests: 1, items: 3 })])
+  })
+
+  it('pages by the last id, keeps only the newest OTLP_RESULTS_RETAINED, never shows another tenant', async () => {
+    stubCollector()
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const other = apiKeyIdentity({ tenantId: await createTenant() })
+    const small = env({ OTLP_RESULTS_RETAINED: '4' })
+    for (let i = 1; i <= 6; i++) expect((await exportLogs(identity, logs(i), small)).status).toBe(200)
+    expect((await exportLogs(other, logs(9), small)).status).toBe(200)
+
+    const first = await list(identity, '?limit=3', small)
+    expect(first.data.map((r) => r.items)).toEqual([6, 5, 4])
+    expect(first.has_more).toBe(true)
+    const second = await list(identity, `?limit=3&before=${first.data[2]!.id}`, small)
+    expect(second.data.map((r) => r.items)).toEqual([3])
+    expect(second.has_more).toBe(false)
+    // Totals keep every export, pruned or not.
+    expect(first.totals).toEqual([expect.objectContaining({ requests: 6, items: 21 })])
+
+    // Another tenant's cursor names nothing in this list.
+    const theirs = (await list(other, '', small)).data[0]!
+    const res = await callFamily(
+      TelemetryWorker,
+      small,
+      `/platform/v1/telemetry/ingestions?before=${theirs.id}`,
+      {
+        identity,
+      },
+    )
+    expect(res.status).toBe(400)
+    expect((await errorOf(res)).code).toBe('unknown_cursor')
+    expect((await list(other, '', small)).data.map((r) => r.items)).toEqual([9])
+  })
+
+  it('answers 503 collector_not_configured without a collector, and records the refusal', async () => {
+    const seen = stubCollector()
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const res = await exportLogs(identity, logs(1), { ...databaseEnv })
+    expect(res.status).toBe(503)
+    expect((await errorOf(res)).code).toBe('collector_not_configured')
+    expect(seen).toEqual([])
+    expect((await list(identity)).data).toEqual([
+      expect.objectContaining({ outcome: 'collector_failed', items: 0 }),
+    ])
+  })
+
+  it('a collector refusing its credential is a 502 for the client, not a 401', async () => {
+    stubCollector(401)
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const res = await exportLogs(identity, logs(1))
+    expect(res.status).toBe(502)
+    expect((await errorOf(res)).code).toBe('collector_failed')
+  })
+})

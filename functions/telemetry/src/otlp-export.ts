@@ -1,0 +1,278 @@
+/**
+ * POST /otlp/v1/{traces,metrics,logs}: one OTLP export, end to end.
+ *
+ *   1. content type → encoding (415 otherwise), Content-Encoding (415 otherwise)
+ *   2. the body within the route's limit, then decompressed within the same limit (413)
+ *   3. gRPC: exactly one length-prefixed message (400 otherwise)
+ *   4. validated and counted (400 in the request's encoding, nothing forwarded)
+ *   5. forwarded as received to the collector with the tenant in the receiver's own headers
+ *   6. the collector's answer mapped (OTLP/HTTP: 429/502/503/504 retryable with Retry-After)
+ *   7. the result stored with the tenant's totals, then answered: a 200 means the collector took
+ *      the export and its result is retained (a store failure after forwarding is a 503, so the
+ *      client retries: at least once, as OTLP delivery is)
+ */
+import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import { AppError, toAppError } from '../../../shared/http/errors'
+import {
+  OTLP_ACCEPTED_TYPES_TEXT,
+  type OtlpEncoding,
+  otlpEncodingOf,
+} from '../../../shared/telemetry/otlp-content-types'
+import { type FamilyEnv, identityOf, logError } from '../../../shared/worker/family-app'
+import { principalId } from '../../../shared/worker/request-context'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
+import { type IngestionOutcome, recordIngestion } from './ingestion-store'
+import { collectorFailure, collectorUrl, sendToCollector } from './otlp/collector'
+import { unframe } from './otlp/grpc'
+import { countJsonItems, rejectedInJsonResponse } from './otlp/otlp-json'
+import { countProtobufItems, OtlpDecodeError, rejectedInProtobufResponse } from './otlp/otlp-protobuf'
+import { errorResponse, successResponse } from './otlp/otlp-responses'
+import { type OtlpSignal, SIGNAL_REQUEST, SIGNALS } from './otlp/otlp-schema'
+import { type ContentEncoding, contentEncodingOf, decompress, readRawBody } from './otlp/request-body'
+import { type TelemetryEnv, telemetrySettings } from './telemetry.context'
+
+type TelemetryContext = Context<FamilyEnv<TelemetryEnv>>
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+
+/** What the receiver learned about an export so far (recorded whatever the outcome). */
+interface ExportFacts {
+  encoding: OtlpEncoding
+  contentEncoding: ContentEncoding
+  items: number
+  rejectedItems: number
+  receivedBytes: number
+  decodedBytes: number
+  collectorStatus: number | null
+}
+
+function encodingOf(c: TelemetryContext): OtlpEncoding {
+  const type = c.req.header('content-type') ?? null
+  const encoding = otlpEncodingOf(type)
+  if (!encoding) {
+    throw new AppError(
+      415,
+      'unsupported_media_type',
+      `OTLP exports take one of ${OTLP_ACCEPTED_TYPES_TEXT}; got ${type ?? 'no Content-Type'}.`,
+      { param: 'content-type' },
+    )
+  }
+  return encoding
+}
+
+/** The encoding an error answer uses: the request's when it named an accepted one, else JSON. */
+export function responseEncodingOf(c: Context): OtlpEncoding {
+  return otlpEncodingOf(c.req.header('content-type') ?? null) ?? 'json'
+}
+
+function invalid(signal: OtlpSignal, err: OtlpDecodeError, encoding: OtlpEncoding): AppError {
+  const what = SIGNAL_REQUEST[signal].message
+  return new AppError(
+    400,
+    'invalid_otlp_payload',
+    `The body is not a valid ${what} in ${encoding === 'json' ? 'OTLP JSON' : 'protobuf'}: ${err.message} at ${err.path}. Nothing was forwarded.`,
+    { param: err.path },
+  )
+}
+
+/** gRPC message compression (grpc-encoding); the framing's flag says whether it applies. */
+function grpcEncodingOf(header: string | null): ContentEncoding {
+  const value = (header ?? 'identity').trim().toLowerCase()
+  if (value === 'gzip' || value === 'deflate' || value === 'identity') return value
+  throw new AppError(
+    415,
+    'unsupported_grpc_encoding',
+    `grpc-encoding "${header}" is not supported; use gzip or identity.`,
+    {
+      param: 'grpc-encoding',
+    },
+  )
+}
+
+async function decodeExport(
+  c: TelemetryContext,
+  signal: OtlpSignal,
+  facts: ExportFacts,
+  limit: number,
+): Promise<{ payload: Uint8Array; payloadEncoding: ContentEncoding }> {
+  const raw = await readRawBody(c.req.raw.body, limit)
+  facts.receivedBytes = raw.byteLength
+  let payload = raw
+  let payloadEncoding = facts.contentEncoding
+  if (facts.encoding === 'grpc') {
+    const framed = unframe(raw)
+    payload = framed.message
+    payloadEncoding = framed.compressed ? grpcEncodingOf(c.req.header('grpc-encoding') ?? null) : 'identity'
+    if (framed.compressed && payloadEncoding === 'identity') {
+      throw new AppError(
+        400,
+        'invalid_grpc_framing',
+        'The gRPC message is flagged compressed but grpc-encoding names none.',
+      )
+    }
+  }
+  const decoded = await decompress(payload, payloadEncoding, limit)
+  facts.decodedBytes = decoded.byteLength
+  const message = SIGNAL_REQUEST[signal].message
+  try {
+    if (facts.encoding === 'json') {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(utf8.decode(decoded))
+      } catch (err) {
+        throw new AppError(
+          400,
+          'invalid_otlp_payload',
+          `The body is not valid UTF-8 JSON (${err instanceof Error ? err.message : String(err)}); OTLP JSON is one ${message} object. Nothing was forwarded.`,
+        )
+      }
+      facts.items = countJsonItems(parsed, message)
+    } else {
+      facts.items = countProtobufItems(decoded, message)
+    }
+  } catch (err) {
+    if (err instanceof OtlpDecodeError) throw invalid(signal, err, facts.encoding)
+    throw err
+  }
+  return { payload, payloadEncoding }
+}
+
+async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Response> {
+  const started = Date.now()
+  const identity = identityOf(c)
+  const request = c.get('request')
+  const settings = telemetrySettings(c.env)
+  const facts: ExportFacts = {
+    encoding: responseEncodingOf(c),
+    contentEncoding: 'identity',
+    items: 0,
+    rejectedItems: 0,
+    receivedBytes: 0,
+    decodedBytes: 0,
+    collectorStatus: null,
+  }
+  const record = (outcome: IngestionOutcome, status: number, errorCode: string | null) =>
+    withRequestDatabase(c, 'telemetry', (db) =>
+      recordIngestion(
+        db,
+        {
+          tenantId: identity.tenantId,
+          requestId: request.requestId,
+          signal,
+          encoding: facts.encoding,
+          contentEncoding: facts.contentEncoding,
+          items: facts.items,
+          rejectedItems: facts.rejectedItems,
+          receivedBytes: facts.receivedBytes,
+          decodedBytes: facts.decodedBytes,
+          outcome,
+          status,
+          errorCode,
+          collectorStatus: facts.collectorStatus,
+          principal: principalId(identity),
+          durationMs: Date.now() - started,
+        },
+        settings.OTLP_RESULTS_RETAINED,
+      ),
+    )
+
+  let answer: Awaited<ReturnType<typeof sendToCollector>>
+  try {
+    facts.encoding = encodingOf(c)
+    facts.contentEncoding = contentEncodingOf(c.req.header('content-encoding') ?? null)
+    collectorUrl(settings, signal) // 503 before reading a body that could not be forwarded
+    const { payload, payloadEncoding } = await decodeExport(c, signal, facts, request.maxBodyBytes)
+    answer = await sendToCollector(settings, {
+      signal,
+      body: payload,
+      contentType: facts.encoding === 'json' ? 'application/json' : 'application/x-protobuf',
+      contentEncoding: payloadEncoding,
+      tenantId: identity.tenantId,
+      requestId: request.requestId,
+    })
+    facts.collectorStatus = answer.status
+    if (answer.status < 200 || answer.status > 299) throw collectorFailure(answer)
+  } catch (err) {
+    const error = toAppError(err)
+    const outcome: IngestionOutcome =
+      facts.collectorStatus !== null || error.status >= 500 || error.status === 429
+        ? 'collector_failed'
+        : 'refused'
+    // The refusal stands even when it cannot be recorded.
+    await record(outcome, error.status, error.code).catch(() => {})
+    throw error
+  }
+
+  const partial =
+    facts.encoding === 'json'
+      ? rejectedInJsonResponse(new TextDecoder().decode(answer.body))
+      : rejectedInProtobufResponse(answer.body)
+  facts.rejectedItems = partial.rejected
+  await record(partial.rejected > 0 ? 'partially_rejected' : 'forwarded', 200, null)
+  return successResponse(facts.encoding, answer, { 'x-request-id': request.requestId })
+}
+
+const ExportRequestBody = z.string().openapi({
+  type: 'string',
+  format: 'binary',
+  description:
+    'An OTLP Export request (ExportTraceServiceRequest, ExportMetricsServiceRequest or ExportLogsServiceRequest of opentelemetry-proto v1) in protobuf, OTLP JSON, or one gRPC length-prefixed message; optionally gzip or deflate (Content-Encoding). At most 8 MiB after decompression.',
+})
+
+export function otlpExportRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv>>): void {
+  for (const signal of SIGNALS) {
+    const path = `/otlp/v1/${signal}`
+    const binary = { schema: ExportRequestBody }
+    app.openAPIRegistry.registerPath(
+      createRoute({
+        method: 'post',
+        path,
+        tags: ['Telemetry'],
+        summary: `Export OTLP ${signal} (forwarded byte for byte to the configured collector)`,
+        description: `Needs an observability token or an access token with audience internal-service. A 200 means the collector accepted the export (its partial_success passed through; counted in ${SIGNAL_REQUEST[signal].items}) and the ingestion result is retained; it does not mean the collector indexed it. Errors are google.rpc.Status in the request's encoding; 429, 502, 503 and 504 are retryable after Retry-After.`,
+        request: {
+          body: {
+            required: true,
+            content: {
+              'application/x-protobuf': binary,
+              'application/json': binary,
+              'application/grpc': binary,
+            },
+          },
+        },
+        responses: {
+          200: {
+            description: `Export${signal[0]!.toUpperCase()}${signal.slice(1)}ServiceResponse in the request's encoding`,
+          },
+          400: { description: 'Malformed payload, framing or compression (nothing forwarded)' },
+          413: { description: 'Over 8 MiB, counted after decompression' },
+          415: { description: `Content-Type other than ${OTLP_ACCEPTED_TYPES_TEXT}` },
+          429: { description: 'The collector throttles; retry after Retry-After' },
+          503: {
+            description:
+              'No collector configured, or it is unreachable or unavailable; retry after Retry-After',
+          },
+        },
+      }),
+    )
+    app.post(path, async (c) => {
+      try {
+        return await exportSignal(c, signal)
+      } catch (err) {
+        return otlpErrorResponse(c, err, c.get('request').requestId)
+      }
+    })
+  }
+}
+
+/**
+ * The error renderer of the OTLP routes (the family's JSON renderer serves every other route):
+ * google.rpc.Status in the request's encoding, see otlp-responses.ts.
+ */
+
+function otlpErrorResponse(c: Context, err: unknown, requestId: string): Response {
+  const error = toAppError(err)
+  logError(requestId, error)
+  return errorResponse(responseEncodingOf(c), error, requestId)
+}

@@ -1,0 +1,878 @@
+/**
+ * OTLP ingestion end to end, through the gateway of a stack started with `npm start`, with the
+ * official OpenTelemetry JS exporters (http/protobuf and http/json, gzip on and off) for traces,
+ * metrics and logs, and the collector fake (test/fakes/otlp-collector.ts) as the collector the
+ * receiver forwards to.
+ *
+ * Exporters send through a recording proxy, so each test knows the exact bytes the exporter put on
+ * the wire and can compare them with what reached the collector.
+ */
+
+import { readFileSync } from 'node:fs'
+import { createServer, type IncomingMessage, request } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import { createGzip, gzipSync } from 'node:zlib'
+import { type Attributes, SpanKind } from '@opentelemetry/api'
+import { SeverityNumber } from '@opentelemetry/api-logs'
+import { ExportResultCode } from '@opentelemetry/core'
+import { OTLPLogExporter as LogsHttpExporter } from '@opentelemetry/exporter-logs-otlp-http'
+import { OTLPLogExporter as LogsProtoExporter } from '@opentelemetry/exporter-logs-otlp-proto'
+import { OTLPMetricExporter as MetricsHttpExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { OTLPMetricExporter as MetricsProtoExporter } from '@opentelemetry/exporter-metrics-otlp-proto'
+import { OTLPTraceExporter as TracesHttpExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { OTLPTraceExporter as TracesProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto'
+import { CompressionAlgorithm } from '@opentelemetry/otlp-exporter-base'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs'
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { beforeAll, describe, expect, inject, it } from 'vitest'
+import type { CollectorRule, RecordedExport } from '../fakes/otlp-collector.ts'
+
+const stack = inject('stack')
+const collector = stack.fakes['otlp-collector'] as { controlUrl: string; url: string }
+const url = (p: string) => `${stack.baseUrl}${p}`
+const devCredentials = JSON.parse(readFileSync(path.join(stack.dataDir, 'dev-credentials.json'), 'utf8')) as {
+  serviceAccountId: string
+  serviceAccountSecret: string
+}
+
+type Signal = 'traces' | 'metrics' | 'logs'
+type Flavour = 'proto' | 'json'
+
+interface Ingestion {
+  request_id: string
+  signal: Signal
+  encoding: string
+  content_encoding: string
+  items: number
+  rejected_items: number
+  received_bytes: number
+  decoded_bytes: number
+  outcome: string
+  status: number
+  error_code: string | null
+  collector_status: number | null
+}
+
+const tag = (name: string) => `otlp-${name}-${crypto.randomUUID().slice(0, 8)}`
+
+async function serviceToken(
+  clientId: string,
+  clientSecret: string,
+  audience = 'internal-service',
+): Promise<string> {
+  const res = await fetch(url('/auth/service-token'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_id: clientId, client_secret: clientSecret, audience }),
+  })
+  expect(res.status, await res.clone().text()).toBe(200)
+  return ((await res.json()) as { access_token: string }).access_token
+}
+
+async function collectorRequests(match: string): Promise<RecordedExport[]> {
+  return (await (
+    await fetch(`${collector.controlUrl}/requests?match=${encodeURIComponent(match)}`)
+  ).json()) as RecordedExport[]
+}
+
+async function script(rule: CollectorRule): Promise<void> {
+  const res = await fetch(`${collector.controlUrl}/script`, { method: 'POST', body: JSON.stringify(rule) })
+  expect(res.status).toBe(204)
+}
+
+async function ingestions(
+  token: string,
+  query = '',
+): Promise<{ data: Ingestion[]; totals: { signal: Signal; items: number; requests: number }[] }> {
+  const res = await fetch(url(`/platform/v1/telemetry/ingestions?limit=200${query}`), {
+    headers: { authorization: `Bearer ${token}` },
+  })
+  expect(res.status, await res.clone().text()).toBe(200)
+  return (await res.json()) as never
+}
+
+async function ingestionsTagged(token: string, match: string): Promise<Ingestion[]> {
+  return (await ingestions(token)).data.filter((r) => r.request_id.startsWith(match))
+}
+
+/** What an exporter put on the wire, and what the gateway answered. */
+interface Exchange {
+  path: string
+  headers: Record<string, string>
+  body: Buffer
+  status: number
+}
+
+/**
+ * A pass-through HTTP proxy in front of the gateway that records each request's exact bytes: the
+ * exporters' own transport (Node http, keep-alive agent, gzip) is what is tested.
+ */
+async function recordingProxy(): Promise<{ url: string; exchanges: Exchange[]; close(): Promise<void> }> {
+  const exchanges: Exchange[] = []
+  const server = createServer(async (req: IncomingMessage, res) => {
+    const chunks: Buffer[] = []
+    for await (const chunk of req) chunks.push(chunk as Buffer)
+    const body = Buffer.concat(chunks)
+    const headers: Record<string, string> = {}
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (!['host', 'connection', 'content-length', 'transfer-encoding'].includes(k) && v !== undefined) {
+        headers[k] = Array.isArray(v) ? v.join(', ') : v
+      }
+    }
+    const answer = await fetch(url(req.url ?? '/'), { method: req.method ?? 'POST', headers, body })
+    const payload = Buffer.from(await answer.arrayBuffer())
+    exchanges.push({ path: req.url ?? '/', headers, body, status: answer.status })
+    const out: Record<string, string> = {}
+    answer.headers.forEach((value, name) => {
+      if (!['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(name))
+        out[name] = value
+    })
+    res.writeHead(answer.status, out).end(payload)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    exchanges,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+function exportWith<T>(
+  exporter: { export(items: T, cb: (r: { code: number; error?: Error }) => void): void },
+  items: T,
+) {
+  return new Promise<{ code: number; error?: Error }>((resolve) => exporter.export(items, resolve))
+}
+
+const RESOURCE = (extra: Attributes = {}) =>
+  resourceFromAttributes({
+    'service.name': 'e2e-emitter',
+    'service.version': '1.2.3',
+    'deployment.environment': 'test',
+    ...extra,
+  })
+
+async function makeSpans(count: number, resource = RESOURCE()) {
+  const memory = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [new SimpleSpanProcessor(memory)] })
+  const tracer = provider.getTracer('e2e', '0.1.0')
+  for (let i = 0; i < count; i++) {
+    const span = tracer.startSpan(`GET /items/${i}`, {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'http.method': 'GET',
+        'http.status_code': 200,
+        'db.system': 'postgresql',
+        note: 'héllo ✓',
+      },
+    })
+    span.addEvent('cache.miss', { key: `k${i}` })
+    span.end()
+  }
+  await provider.forceFlush()
+  return memory.getFinishedSpans()
+}
+
+/** Metrics collected on demand (the reader the tests drive instead of a timer). */
+class CollectingReader extends MetricReader {
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+
+async function makeMetrics() {
+  const reader = new CollectingReader()
+  const provider = new MeterProvider({ resource: RESOURCE(), readers: [reader] })
+  const meter = provider.getMeter('e2e')
+  const counter = meter.createCounter('requests')
+  const histogram = meter.createHistogram('latency', { unit: 'ms' })
+  const gauge = meter.createGauge('queue.depth')
+  for (const route of ['/a', '/b', '/c']) counter.add(2, { route })
+  for (const route of ['/a', '/b']) histogram.record(12.5, { route })
+  gauge.record(4)
+  const { resourceMetrics } = await reader.collect()
+  const points = resourceMetrics.scopeMetrics
+    .flatMap((s) => s.metrics)
+    .reduce((n, m) => n + m.dataPoints.length, 0)
+  return { resourceMetrics, points }
+}
+
+async function makeLogs(count: number) {
+  const memory = new InMemoryLogRecordExporter()
+  const provider = new LoggerProvider({
+    resource: RESOURCE(),
+    processors: [new SimpleLogRecordProcessor({ exporter: memory })],
+  })
+  const logger = provider.getLogger('e2e')
+  for (let i = 0; i < count; i++) {
+    logger.emit({
+      body: `line ${i}`,
+      severityNumber: SeverityNumber.INFO,
+      attributes: { 'messaging.system': 'kafka', i },
+    })
+  }
+  await provider.forceFlush()
+  return memory.getFinishedLogRecords()
+}
+
+function exporterOptions(base: string, signal: Signal, token: string, requestTag: string, gzip: boolean) {
+  return {
+    url: `${base}/otlp/v1/${signal}`,
+    headers: { authorization: `Bearer ${token}`, 'x-request-id': requestTag },
+    compression: gzip ? CompressionAlgorithm.GZIP : CompressionAlgorithm.NONE,
+    timeoutMillis: 10_000,
+  }
+}
+
+let tokenA: string
+let tokenB: string
+
+beforeAll(async () => {
+  tokenA = await serviceToken(devCredentials.serviceAccountId, devCredentials.serviceAccountSecret)
+  // Tenant B's own service account, made through the platform API with B's owner key.
+  const created = await fetch(url('/platform/v1/service-accounts'), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${stack.tenantB.liveKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: `otlp-e2e-${crypto.randomUUID().slice(0, 6)}` }),
+  })
+  expect(created.status, await created.clone().text()).toBe(201)
+  const account = (await created.json()) as { id: string; secret: string }
+  tokenB = await serviceToken(account.id, account.secret)
+})
+
+describe(`OTLP export with the official exporters (${stack.kind})`, () => {
+  const cases: [Signal, Flavour, boolean][] = []
+  for (const signal of ['traces', 'metrics', 'logs'] as const) {
+    for (const flavour of ['proto', 'json'] as const)
+      for (const gzip of [false, true]) cases.push([signal, flavour, gzip])
+  }
+
+  it.each(cases)(
+    '%s over http/%s (gzip %s): accepted, forwarded byte for byte, counted',
+    async (signal, flavour, gzip) => {
+      const proxy = await recordingProxy()
+      const requestTag = tag(`${signal}-${flavour}-${gzip ? 'gz' : 'id'}`)
+      try {
+        const options = exporterOptions(proxy.url, signal, tokenA, requestTag, gzip)
+        let result: { code: number; error?: Error }
+        let expected: number
+        if (signal === 'traces') {
+          const spans = await makeSpans(7)
+          expected = spans.length
+          const exporter =
+            flavour === 'proto' ? new TracesProtoExporter(options) : new TracesHttpExporter(options)
+          result = await exportWith(exporter, spans)
+          await exporter.shutdown()
+        } else if (signal === 'metrics') {
+          const { resourceMetrics, points } = await makeMetrics()
+          expected = points
+          const exporter =
+            flavour === 'proto' ? new MetricsProtoExporter(options) : new MetricsHttpExporter(options)
+          result = await exportWith(exporter, resourceMetrics)
+          await exporter.shutdown()
+        } else {
+          const logs = await makeLogs(5)
+          expected = logs.length
+          const exporter =
+            flavour === 'proto' ? new LogsProtoExporter(options) : new LogsHttpExporter(options)
+          result = await exportWith(exporter, logs)
+          await exporter.shutdown()
+        }
+        expect(result.error?.message ?? null).toBeNull()
+        expect(result.code).toBe(ExportResultCode.SUCCESS)
+
+        expect(proxy.exchanges).toHaveLength(1)
+        const sent = proxy.exchanges[0]!
+        expect(sent.status).toBe(200)
+        expect(sent.headers['content-encoding'] ?? 'identity').toBe(gzip ? 'gzip' : 'identity')
+
+        const received = await collectorRequests(requestTag)
+        expect(received).toHaveLength(1)
+        const forwarded = received[0]!
+        expect(forwarded.path).toBe(`/v1/${signal}`)
+        // Byte for byte: what the exporter sent (compressed as it was) is what the collector got.
+        expect(Buffer.from(forwarded.body, 'base64').equals(sent.body)).toBe(true)
+        expect(forwarded.headers['content-type']).toBe(
+          flavour === 'proto' ? 'application/x-protobuf' : 'application/json',
+        )
+        expect(forwarded.headers['content-encoding']).toBe(gzip ? 'gzip' : undefined)
+        expect(forwarded.headers['x-scope-orgid']).toBe(stack.tenantA.id)
+        expect(forwarded.headers['x-svc-tenant-id']).toBe(stack.tenantA.id)
+        expect(forwarded.headers['x-svc-deployment-environment']).toBe('e2e')
+        expect(forwarded.headers['x-svc-cloud-region']).toBe('local-e2e')
+        // The collector's own credential, never the client's token.
+        expect(forwarded.headers.authorization).toMatch(/^Bearer collector-/)
+        expect(forwarded.headers.authorization).not.toContain(tokenA)
+
+        const [result_] = await ingestionsTagged(tokenA, requestTag)
+        expect(result_).toMatchObject({
+          signal,
+          encoding: flavour === 'proto' ? 'protobuf' : 'json',
+          content_encoding: gzip ? 'gzip' : 'identity',
+          items: expected,
+          rejected_items: 0,
+          received_bytes: sent.body.length,
+          outcome: 'forwarded',
+          status: 200,
+          collector_status: 200,
+        })
+        expect(result_!.decoded_bytes).toBe(
+          gzip ? (await import('node:zlib')).gunzipSync(sent.body).length : sent.body.length,
+        )
+      } finally {
+        await proxy.close()
+      }
+    },
+  )
+
+  it('retries through a collector 503 with the exporter: the second attempt is acknowledged', async () => {
+    const requestTag = tag('retry')
+    await script({ fault: { kind: 'status', status: 503, retryAfter: '1' }, match: requestTag })
+    const exporter = new TracesProtoExporter(
+      exporterOptions(stack.baseUrl, 'traces', tokenA, requestTag, false),
+    )
+    const result = await exportWith(exporter, await makeSpans(2))
+    await exporter.shutdown()
+    expect(result.code).toBe(ExportResultCode.SUCCESS)
+    const received = await collectorRequests(requestTag)
+    expect(received.map((r) => r.status)).toEqual([503, 200])
+    expect(received[0]!.body).toBe(received[1]!.body)
+    const outcomes = (await ingestionsTagged(tokenA, requestTag)).map((r) => [
+      r.outcome,
+      r.status,
+      r.collector_status,
+    ])
+    expect(outcomes).toEqual([
+      ['forwarded', 200, 200],
+      ['collector_failed', 503, 503],
+    ])
+  })
+})
+
+/** A hand-made OTLP request: the exporters' own serializer is not needed to send bytes. */
+async function protobufTraces(spans = 3): Promise<Buffer> {
+  const proxy = await recordingProxy()
+  const requestTag = tag('capture')
+  try {
+    const exporter = new TracesProtoExporter(exporterOptions(proxy.url, 'traces', tokenA, requestTag, false))
+    await exportWith(exporter, await makeSpans(spans))
+    await exporter.shutdown()
+    return proxy.exchanges[0]!.body
+  } finally {
+    await proxy.close()
+  }
+}
+
+async function post(
+  signal: Signal,
+  body: BodyInit | Uint8Array,
+  headers: Record<string, string>,
+  token = tokenA,
+) {
+  return fetch(url(`/otlp/v1/${signal}`), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, ...headers },
+    body: body as BodyInit,
+    ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+  } as RequestInit)
+}
+
+/** google.rpc.Status from a protobuf body: field 1 code, field 2 message. */
+function decodeStatus(bytes: Uint8Array): { code: number; message: string } {
+  let code = 0
+  let message = ''
+  let i = 0
+  while (i < bytes.length) {
+    const key = bytes[i++]!
+    if (key === 0x08) {
+      let shift = 0
+      code = 0
+      while (true) {
+        const b = bytes[i++]!
+        code |= (b & 0x7f) << shift
+        shift += 7
+        if (!(b & 0x80)) break
+      }
+    } else if (key === 0x12) {
+      let len = 0
+      let shift = 0
+      while (true) {
+        const b = bytes[i++]!
+        len |= (b & 0x7f) << shift
+        shift += 7
+        if (!(b & 0x80)) break
+      }
+      message = new TextDecoder().decode(bytes.subarray(i, i + len))
+      i += len
+    } else break
+  }
+  return { code, message }
+}
+
+describe(`OTLP bad input is refused and nothing is forwarded (${stack.kind})`, () => {
+  it('415 for a content type the receiver does not take, naming the accepted ones', async () => {
+    const requestTag = tag('type')
+    const res = await post('traces', 'hello', { 'content-type': 'text/plain', 'x-request-id': requestTag })
+    expect(res.status).toBe(415)
+    const body = (await res.json()) as { error: { message: string } }
+    for (const type of [
+      'application/x-protobuf',
+      'application/json',
+      'application/grpc',
+      'application/x-google-protobuf',
+    ]) {
+      expect(body.error.message).toContain(type)
+    }
+    expect(await collectorRequests(requestTag)).toEqual([])
+  })
+
+  it('400 with google.rpc.Status in protobuf for a corrupt protobuf body, naming where', async () => {
+    const good = await protobufTraces(2)
+    const requestTag = tag('corrupt')
+    const cut = good.subarray(0, good.length - 5)
+    const res = await post('traces', cut, {
+      'content-type': 'application/x-protobuf',
+      'x-request-id': requestTag,
+    })
+    expect(res.status).toBe(400)
+    expect(res.headers.get('content-type')).toBe('application/x-protobuf')
+    const status = decodeStatus(new Uint8Array(await res.arrayBuffer()))
+    expect(status.code).toBe(3)
+    expect(status.message).toMatch(/ExportTraceServiceRequest.*resource_spans\[0\]/)
+    expect(await collectorRequests(requestTag)).toEqual([])
+    const [recorded] = await ingestionsTagged(tokenA, requestTag)
+    expect(recorded).toMatchObject({
+      outcome: 'refused',
+      status: 400,
+      error_code: 'invalid_otlp_payload',
+      collector_status: null,
+    })
+  })
+
+  it('400 in JSON for malformed OTLP JSON and for a bad trace id', async () => {
+    for (const body of [
+      '{"resourceSpans": [',
+      '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"0102030405060708"}]}]}]}',
+    ]) {
+      const requestTag = tag('json')
+      const res = await post('traces', body, {
+        'content-type': 'application/json',
+        'x-request-id': requestTag,
+      })
+      expect(res.status).toBe(400)
+      const status = (await res.json()) as { code: number; message: string; error: { code: string } }
+      expect(status.code).toBe(3)
+      expect(status.error.code).toBe('invalid_otlp_payload')
+      expect(await collectorRequests(requestTag)).toEqual([])
+    }
+  })
+
+  it('400 for truncated gzip', async () => {
+    const requestTag = tag('gzip-cut')
+    const gz = gzipSync(await protobufTraces(2))
+    const res = await post('traces', gz.subarray(0, gz.length - 12), {
+      'content-type': 'application/x-protobuf',
+      'content-encoding': 'gzip',
+      'x-request-id': requestTag,
+    })
+    expect(res.status).toBe(400)
+    expect(decodeStatus(new Uint8Array(await res.arrayBuffer())).message).toMatch(/gzip/)
+    expect(await collectorRequests(requestTag)).toEqual([])
+  })
+
+  it('413 for a gzip bomb (1 GiB of zeros in about 1 MiB), counted after decompression', async () => {
+    const gzip = createGzip({ level: 9 })
+    const parts: Buffer[] = []
+    gzip.on('data', (d: Buffer) => parts.push(d))
+    const done = new Promise((resolve) => gzip.on('end', resolve))
+    const zeros = Buffer.alloc(16 * 1024 * 1024)
+    for (let i = 0; i < 64; i++) {
+      if (!gzip.write(zeros)) await new Promise((resolve) => gzip.once('drain', resolve))
+    }
+    gzip.end()
+    await done
+    const bomb = Buffer.concat(parts)
+    expect(bomb.length).toBeLessThan(2 * 1024 * 1024)
+    const requestTag = tag('bomb')
+    const res = await post('traces', bomb, {
+      'content-type': 'application/x-protobuf',
+      'content-encoding': 'gzip',
+      'x-request-id': requestTag,
+    })
+    expect(res.status).toBe(413)
+    expect(decodeStatus(new Uint8Array(await res.arrayBuffer())).message).toMatch(
+      /decompressed request body is larger than 8 MiB/,
+    )
+    expect(await collectorRequests(requestTag)).toEqual([])
+    const [recorded] = await ingestionsTagged(tokenA, requestTag)
+    expect(recorded).toMatchObject({ outcome: 'refused', status: 413, received_bytes: bomb.length })
+    expect(recorded!.decoded_bytes).toBe(0)
+  }, 60_000)
+
+  it('413 for an oversize body, declared or streamed without a length', async () => {
+    const chunk = Buffer.alloc(1024 * 1024, 0x0a)
+    const declaredTag = tag('declared')
+    // Refused on the declared length alone: the client sends only a first part and waits.
+    const declared = await sendRaw(
+      '/otlp/v1/traces',
+      [chunk.subarray(0, 64 * 1024)],
+      {
+        'content-type': 'application/x-protobuf',
+        'content-length': String(9 * chunk.length),
+        'x-request-id': declaredTag,
+      },
+      false,
+    )
+    expect(declared.status).toBe(413)
+    const streamedTag = tag('streamed')
+    const streamed = await sendRaw('/otlp/v1/traces', Array(9).fill(chunk), {
+      'content-type': 'application/x-protobuf',
+      'x-request-id': streamedTag,
+    })
+    expect(streamed.status).toBe(413)
+    expect(streamed.body).toMatch(/larger than 8 MiB/)
+    expect(await collectorRequests(declaredTag)).toEqual([])
+    expect(await collectorRequests(streamedTag)).toEqual([])
+  })
+})
+
+/**
+ * A POST with node:http, which (unlike fetch) reads an answer that arrives while the body is still
+ * being written: the receiver answers 413 without reading an oversize body to its end. Without a
+ * content-length the body goes chunked.
+ */
+function sendRaw(
+  target: string,
+  chunks: Buffer[],
+  headers: Record<string, string>,
+  end = true,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url(target),
+      { method: 'POST', agent: false, headers: { authorization: `Bearer ${tokenA}`, ...headers } },
+      (res) => {
+        const parts: Buffer[] = []
+        res.on('data', (d: Buffer) => parts.push(d))
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('latin1') }),
+        )
+      },
+    )
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      // The server may close before the whole body is written; its answer has then arrived.
+      if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') reject(err)
+    })
+    ;(async () => {
+      for (const chunk of chunks) {
+        if (req.destroyed) return
+        if (!req.write(chunk)) await new Promise((r) => req.once('drain', r))
+      }
+      if (end) req.end()
+    })().catch(() => {})
+  })
+}
+
+describe(`OTLP gRPC framing (${stack.kind})`, () => {
+  const framed = (message: Uint8Array, flag = 0) => {
+    const out = Buffer.alloc(5 + message.length)
+    out[0] = flag
+    out.writeUInt32BE(message.length, 1)
+    Buffer.from(message).copy(out, 5)
+    return out
+  }
+
+  it('accepts one length-prefixed message, forwards the message bytes, answers grpc-status 0 in headers', async () => {
+    const message = await protobufTraces(4)
+    const requestTag = tag('grpc')
+    const res = await post('traces', framed(message), {
+      'content-type': 'application/grpc',
+      'x-request-id': requestTag,
+    })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('grpc-status')).toBe('0')
+    expect(res.headers.get('content-type')).toBe('application/grpc')
+    expect(Buffer.from(await res.arrayBuffer())).toEqual(Buffer.from([0, 0, 0, 0, 0]))
+    const [forwarded] = await collectorRequests(requestTag)
+    expect(Buffer.from(forwarded!.body, 'base64').equals(message)).toBe(true)
+    expect(forwarded!.headers['content-type']).toBe('application/x-protobuf')
+    const [recorded] = await ingestionsTagged(tokenA, requestTag)
+    expect(recorded).toMatchObject({ encoding: 'grpc', items: 4, outcome: 'forwarded' })
+  })
+
+  it('a gzip-compressed message (flag 1, grpc-encoding gzip) is forwarded still compressed', async () => {
+    const compressed = gzipSync(await protobufTraces(1))
+    const requestTag = tag('grpc-gz')
+    const res = await post('traces', framed(compressed, 1), {
+      'content-type': 'application/grpc+proto',
+      'grpc-encoding': 'gzip',
+      'x-request-id': requestTag,
+    })
+    expect(res.headers.get('grpc-status')).toBe('0')
+    const [forwarded] = await collectorRequests(requestTag)
+    expect(Buffer.from(forwarded!.body, 'base64').equals(compressed)).toBe(true)
+    expect(forwarded!.headers['content-encoding']).toBe('gzip')
+  })
+
+  it('bad framing: grpc-status 3 (INVALID_ARGUMENT) with grpc-message, nothing forwarded', async () => {
+    const message = await protobufTraces(1)
+    const requestTag = tag('grpc-bad')
+    const bad = framed(message).subarray(0, message.length)
+    const res = await post('traces', bad, { 'content-type': 'application/grpc', 'x-request-id': requestTag })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('grpc-status')).toBe('3')
+    expect(decodeURIComponent(res.headers.get('grpc-message') ?? '')).toMatch(/declares \d+ bytes but only/)
+    expect(await collectorRequests(requestTag)).toEqual([])
+  })
+})
+
+describe(`OTLP collector answers are mapped per the OTLP spec (${stack.kind})`, () => {
+  it("passes the collector's partial_success through and records the rejected count", async () => {
+    const body = await protobufTraces(5)
+    const requestTag = tag('partial')
+    await script({ fault: { kind: 'partial', rejected: 2, message: 'two spans too old' }, match: requestTag })
+    const res = await post('traces', body, {
+      'content-type': 'application/x-protobuf',
+      'x-request-id': requestTag,
+    })
+    expect(res.status).toBe(200)
+    const answer = Buffer.from(await res.arrayBuffer())
+    expect(answer.toString('latin1')).toContain('two spans too old')
+    const [recorded] = await ingestionsTagged(tokenA, requestTag)
+    expect(recorded).toMatchObject({ items: 5, rejected_items: 2, outcome: 'partially_rejected' })
+
+    const jsonTag = tag('partial-json')
+    await script({ fault: { kind: 'partial', rejected: 1, message: 'one' }, match: jsonTag })
+    const json = await post(
+      'logs',
+      JSON.stringify({
+        resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'a' } }, {}] }] }],
+      }),
+      { 'content-type': 'application/json', 'x-request-id': jsonTag },
+    )
+    expect(await json.json()).toEqual({ partialSuccess: { rejectedLogRecords: '1', errorMessage: 'one' } })
+  })
+
+  it('429 and 503 from the collector stay retryable with Retry-After; a hang is 504; never 200', async () => {
+    const body = await protobufTraces(1)
+    for (const [fault, status, retryAfter] of [
+      [{ kind: 'status', status: 429, retryAfter: '7' }, 429, '7'],
+      [{ kind: 'status', status: 503 }, 503, '1'],
+      [{ kind: 'status', status: 500, body: 'boom' }, 502, '5'],
+      [{ kind: 'hang' }, 504, '1'],
+    ] as const) {
+      const requestTag = tag(`fault-${status}`)
+      await script({ fault, match: requestTag })
+      const res = await post('traces', body, {
+        'content-type': 'application/x-protobuf',
+        'x-request-id': requestTag,
+      })
+      expect(res.status).toBe(status)
+      expect(res.headers.get('retry-after')).toBe(retryAfter)
+      const [recorded] = await ingestionsTagged(tokenA, requestTag)
+      expect(recorded).toMatchObject({ outcome: 'collector_failed', status })
+    }
+  })
+})
+
+describe(`OTLP tenancy (${stack.kind})`, () => {
+  it('attributes an export to the authenticated tenant only: forged X-Scope-OrgID and resource attributes are neutralised', async () => {
+    const proxy = await recordingProxy()
+    const requestTag = tag('forged')
+    try {
+      const exporter = new TracesProtoExporter({
+        ...exporterOptions(proxy.url, 'traces', tokenB, requestTag, false),
+        headers: {
+          authorization: `Bearer ${tokenB}`,
+          'x-request-id': requestTag,
+          'X-Scope-OrgID': stack.tenantA.id,
+          'x-svc-tenant-id': stack.tenantA.id,
+          'x-svc-cloud-region': 'forged',
+        },
+      })
+      const spans = await makeSpans(3, RESOURCE({ 'svc.tenant_id': stack.tenantA.id }))
+      expect((await exportWith(exporter, spans)).code).toBe(ExportResultCode.SUCCESS)
+      await exporter.shutdown()
+      const [forwarded] = await collectorRequests(requestTag)
+      expect(forwarded!.headers['x-scope-orgid']).toBe(stack.tenantB.id)
+      expect(forwarded!.headers['x-svc-tenant-id']).toBe(stack.tenantB.id)
+      expect(forwarded!.headers['x-svc-cloud-region']).toBe('local-e2e')
+      // The payload is untouched (the collector's config overwrites svc.tenant_id from the header).
+      expect(Buffer.from(forwarded!.body, 'base64').equals(proxy.exchanges[0]!.body)).toBe(true)
+    } finally {
+      await proxy.close()
+    }
+    // Tenant B sees its export; tenant A does not.
+    expect(await ingestionsTagged(tokenB, requestTag)).toHaveLength(1)
+    expect(await ingestionsTagged(tokenA, requestTag)).toEqual([])
+  })
+
+  it("a tenant's results, totals and status never include another tenant's exports", async () => {
+    const requestTag = tag('tenancy')
+    const res = await post('traces', await protobufTraces(2), {
+      'content-type': 'application/x-protobuf',
+      'x-request-id': requestTag,
+    })
+    expect(res.status).toBe(200)
+    const a = await ingestions(tokenA)
+    const b = await ingestions(tokenB)
+    expect(a.data.some((r) => r.request_id === requestTag)).toBe(true)
+    expect(b.data.some((r) => r.request_id === requestTag)).toBe(false)
+    expect(JSON.stringify(b)).not.toContain(stack.tenantA.id)
+    // B's totals count only B's exports: fewer requests than A's.
+    const tracesOf = (list: typeof a) => list.totals.find((t) => t.signal === 'traces')?.requests ?? 0
+    expect(tracesOf(b)).toBeLessThan(tracesOf(a))
+    const statusA = (await (
+      await fetch(url('/platform/v1/telemetry/status'), { headers: { authorization: `Bearer ${tokenA}` } })
+    ).json()) as {
+      recent: { requests: number }
+      collector: { reachable: boolean; endpoint: string }
+    }
+    const statusB = (await (
+      await fetch(url('/platform/v1/telemetry/status'), { headers: { authorization: `Bearer ${tokenB}` } })
+    ).json()) as {
+      recent: { requests: number }
+    }
+    expect(statusA.collector.reachable).toBe(true)
+    expect(statusA.collector.endpoint).toBe(collector.url)
+    expect(statusB.recent.requests).toBeLessThan(statusA.recent.requests)
+  })
+
+  it('refuses a request naming another tenant (x-svc-tenant) and tokens of the wrong audience', async () => {
+    const named = await post('traces', new Uint8Array(0), {
+      'content-type': 'application/x-protobuf',
+      'x-svc-tenant': stack.tenantB.id,
+    })
+    expect(named.status).toBe(403)
+    const external = await serviceToken(
+      devCredentials.serviceAccountId,
+      devCredentials.serviceAccountSecret,
+      'external-api',
+    )
+    const wrong = await post(
+      'traces',
+      new Uint8Array(0),
+      { 'content-type': 'application/x-protobuf' },
+      external,
+    )
+    expect(wrong.status).toBe(403)
+    const none = await fetch(url('/otlp/v1/logs'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-protobuf' },
+    })
+    expect(none.status).toBe(401)
+  })
+})
+
+describe(`observability tokens (${stack.kind})`, () => {
+  const admin = (key: string, method: string, p: string, body?: unknown) =>
+    fetch(url(`/platform/v1/observability-tokens${p}`), {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+  interface TokenView {
+    id: string
+    name: string
+    suffix: string
+    token?: string
+    revoked_at: string | null
+  }
+
+  it('a workspace token sends telemetry with an exporter; rotation and revocation take effect; listed without its value', async () => {
+    const created = await admin(stack.tenantA.liveKey, 'POST', '', { name: 'e2e collector' })
+    expect(created.status).toBe(201)
+    expect(created.headers.get('cache-control')).toBe('no-store')
+    const token = (await created.json()) as TokenView
+    expect(token.token).toMatch(/^svc_ot_[0-9A-Za-z]{43}$/)
+    expect(token.suffix).toBe(token.token!.slice(-4))
+
+    const requestTag = tag('obs-token')
+    const exporter = new LogsProtoExporter(
+      exporterOptions(stack.baseUrl, 'logs', token.token!, requestTag, true),
+    )
+    expect((await exportWith(exporter, await makeLogs(2))).code).toBe(ExportResultCode.SUCCESS)
+    await exporter.shutdown()
+    const [forwarded] = await collectorRequests(requestTag)
+    expect(forwarded!.headers['x-scope-orgid']).toBe(stack.tenantA.id)
+    const [recorded] = await ingestionsTagged(tokenA, requestTag)
+    expect(recorded).toMatchObject({ items: 2, outcome: 'forwarded' })
+
+    const listed = await admin(stack.tenantA.liveKey, 'GET', '')
+    const text = await listed.text()
+    expect(text).toContain(token.id)
+    expect(text).not.toContain(token.token!)
+
+    // Opens nothing but ingestion.
+    for (const path of [
+      '/svc/memories',
+      '/platform/v1/telemetry/ingestions',
+      '/platform/v1/observability-tokens',
+    ]) {
+      const res = await fetch(url(path), { headers: { authorization: `Bearer ${token.token}` } })
+      expect(res.status, path).toBe(403)
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+        'observability_token_not_accepted',
+      )
+    }
+
+    const rotated = (await (
+      await admin(stack.tenantA.liveKey, 'POST', `/${token.id}/rotate`, {})
+    ).json()) as TokenView
+    expect(rotated.token).not.toBe(token.token)
+    const send = (value: string) =>
+      post('traces', new Uint8Array(0), { 'content-type': 'application/x-protobuf' }, value)
+    const old = await send(token.token!)
+    expect(old.status).toBe(401)
+    expect(((await old.json()) as { error: { code: string } }).error.code).toBe('invalid_observability_token')
+    expect((await send(rotated.token!)).status).toBe(200)
+
+    const revoked = await admin(stack.tenantA.liveKey, 'DELETE', `/${token.id}`)
+    expect(revoked.status).toBe(200)
+    expect(((await revoked.json()) as TokenView).revoked_at).not.toBeNull()
+    const refused = await send(rotated.token!)
+    expect(refused.status).toBe(401)
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+      'revoked_observability_token',
+    )
+  })
+
+  it('a general API key is refused on ingestion (403), and another tenant cannot see or change the tokens', async () => {
+    const byKey = await post(
+      'traces',
+      new Uint8Array(0),
+      { 'content-type': 'application/x-protobuf' },
+      stack.tenantA.liveKey,
+    )
+    expect(byKey.status).toBe(403)
+    expect(((await byKey.json()) as { error: { code: string } }).error.code).toBe('api_key_not_accepted')
+
+    const mine = (await (
+      await admin(stack.tenantA.liveKey, 'POST', '', { name: 'a only' })
+    ).json()) as TokenView
+    const theirs = await admin(stack.tenantB.liveKey, 'GET', '')
+    expect(await theirs.text()).not.toContain(mine.id)
+    for (const [method, p] of [
+      ['POST', `/${mine.id}/rotate`],
+      ['DELETE', `/${mine.id}`],
+    ] as const) {
+      const res = await admin(stack.tenantB.liveKey, method, p, method === 'POST' ? {} : undefined)
+      expect(res.status).toBe(404)
+    }
+    // Still A's and still working.
+    expect(
+      (await post('traces', new Uint8Array(0), { 'content-type': 'application/x-protobuf' }, mine.token!))
+        .status,
+    ).toBe(200)
+    expect((await admin(stack.tenantA.liveKey, 'POST', '', { name: '' })).status).toBe(400)
+  })
+})
