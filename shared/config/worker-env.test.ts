@@ -54,17 +54,15 @@ describe('envReader', () => {
     expect(refusal(() => read(env))).toBe(err)
   })
 
-  it('parses an env object once', () => {
+  it('parses an env once, and again only when one of its variables changed', () => {
     const read = envReader('test', schema)
-    let reads = 0
-    const env = {
-      get TTL_SECONDS() {
-        reads++
-        return '5'
-      },
-    }
-    read(env)
-    read(env)
-    expect(reads).toBe(1)
+    const env: Record<string, string> = { TTL_SECONDS: '5' }
+    const first = read(env)
+    expect(read(env)).toBe(first)
+    expect(read({ ...env })).toEqual(first)
+    env.TTL_SECONDS = '7'
+    expect(read(env)).toMatchObject({ TTL_SECONDS: 7 })
+    env.TTL_SECONDS = 'x'
+    expect(refusal(() => read(env))).toMatchObject({ status: 503 })
   })
 })

@@ -1,6 +1,6 @@
 /**
  * Each worker's configuration is one zod schema over its env, parsed once per isolate (per env
- * object) by `envReader`. Vars and secrets arrive as strings; an unset or blank one takes the
+ * object and its values) by `envReader`. Vars and secrets arrive as strings; an unset or blank one takes the
  * documented default (README's configuration table), and any other value must satisfy its rule:
  * a value that does not is an operator error answered 503 `service_misconfigured`, naming the
  * variable and the rule, on every request until it is fixed. Never a silent fallback to the default.
@@ -82,21 +82,28 @@ export function listVar(fallback: readonly string[] = []) {
 }
 
 /**
- * A reader for one worker's settings: `read(env)` parses the env once (the result, or the error,
- * is kept for that env object, which the runtime keeps for the isolate's life) and returns the
- * typed settings, or throws the 503 naming the first bad variable and its rule.
+ * A reader for one worker's settings: `read(env)` parses the env once per distinct values of the
+ * schema's variables (the result, or the error, is kept per env object together with those raw
+ * values, so a deployment parses once per isolate while an env changed in place, as tests do, is
+ * read afresh) and returns the typed settings, or throws the 503 naming the first bad variable.
  */
 export function envReader<S extends z.ZodType>(worker: string, schema: S): (env: object) => z.output<S> {
-  const parsed = new WeakMap<object, { settings: z.output<S> } | { error: AppError }>()
+  const names = schema instanceof z.ZodObject ? Object.keys(schema.shape) : []
+  const parsed = new WeakMap<object, { raw: unknown[]; result: { settings: z.output<S> } | { error: AppError } }>()
   return (env) => {
+    const vars = env as Record<string, unknown>
     let entry = parsed.get(env)
-    if (!entry) {
+    if (!entry || names.some((name, i) => vars[name] !== entry!.raw[i])) {
+      const raw = names.map((name) => vars[name])
       const result = schema.safeParse(env)
-      entry = result.success ? { settings: result.data } : { error: misconfigured(worker, result.error, env) }
+      entry = {
+        raw,
+        result: result.success ? { settings: result.data } : { error: misconfigured(worker, result.error, env) },
+      }
       parsed.set(env, entry)
     }
-    if ('error' in entry) throw entry.error
-    return entry.settings
+    if ('error' in entry.result) throw entry.result.error
+    return entry.result.settings
   }
 }
 
