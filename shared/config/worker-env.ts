@@ -89,7 +89,10 @@ export function listVar(fallback: readonly string[] = []) {
  */
 export function envReader<S extends z.ZodType>(worker: string, schema: S): (env: object) => z.output<S> {
   const names = schema instanceof z.ZodObject ? Object.keys(schema.shape) : []
-  const parsed = new WeakMap<object, { raw: unknown[]; result: { settings: z.output<S> } | { error: AppError } }>()
+  const parsed = new WeakMap<
+    object,
+    { raw: unknown[]; result: { settings: z.output<S> } | { error: AppError } }
+  >()
   return (env) => {
     const vars = env as Record<string, unknown>
     let entry = parsed.get(env)
@@ -98,7 +101,9 @@ export function envReader<S extends z.ZodType>(worker: string, schema: S): (env:
       const result = schema.safeParse(env)
       entry = {
         raw,
-        result: result.success ? { settings: result.data } : { error: misconfigured(worker, result.error, env) },
+        result: result.success
+          ? { settings: result.data }
+          : { error: misconfigured(worker, result.error, env) },
       }
       parsed.set(env, entry)
     }
