@@ -12,7 +12,7 @@
  * | OTLP_RESULTS_RETAINED        | var    | 1000           | ingestion results kept per tenant                 |
  */
 import { z } from 'zod'
-import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
+import type { AuditLogNamespace } from '../../../durable-objects/audit-log/audit-client'
 import type { DatabaseEnv } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
 import type { RateLimiterNamespace } from '../../../shared/metering/metering-client'
