@@ -202,6 +202,11 @@ describe('console: API keys', () => {
     await page.getByRole('button', { name: 'Create key' }).click()
     const secret = (await page.locator('#new-secret').textContent())?.trim() ?? ''
     expect(secret).toMatch(/^svc_sk_test_[0-9A-Za-z]{43}$/)
+    // The copy button puts exactly the secret on the clipboard.
+    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.baseUrl })
+    await page.getByRole('button', { name: 'Copy' }).click()
+    await expect.poll(() => page.locator('#copy-status').textContent()).toBe('Copied to the clipboard.')
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret)
     await shots('api-keys-created')
     expect((await memories(secret)).status).toBe(200)
 
