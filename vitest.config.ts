@@ -54,6 +54,9 @@ export default defineConfig(async () => {
     JSON.stringify(await Promise.all(algs.map(testPrivateJwk)))
   const logSigningKeys = await keys(['EdDSA', 'ML-DSA-44'])
   const tokenSigningKeys = await keys(['ML-DSA-65', 'EdDSA'])
+  const contentKeks = JSON.stringify([
+    { kid: 'test-kek-1', key: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url') },
+  ])
 
   return {
     test: {
@@ -149,7 +152,7 @@ export default defineConfig(async () => {
             cloudflareTest(({ inject }) => ({
               wrangler: { configPath: 'functions/reasoning/wrangler.toml' },
               miniflare: {
-                bindings: { ...inject('unitDatabase') },
+                bindings: { ...inject('unitDatabase'), CONTENT_KEKS: contentKeks },
                 workers: [
                   { ...meteringWorker, bindings: { ...inject('unitDatabase') } as Record<string, string> },
                   {

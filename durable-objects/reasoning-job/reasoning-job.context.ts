@@ -19,6 +19,8 @@ export type ReasoningJobEnv = ReasoningSettingsEnv &
     readonly QPU_QUEUE?: Queue<QpuQueueMessage>
     /** The RateLimiter objects: a job's quote is reserved at creation and settled when it ends. */
     readonly RATE_LIMITER: RateLimiterNamespace
+    /** KEKs of jobs' content at rest, JSON `[{"kid", "key"}]` (content-crypto.ts); unset: 503. */
+    readonly CONTENT_KEKS?: string
     /** Model providers (docs/providers.md); unset: live-key jobs cannot run. */
     readonly MODEL_PROVIDERS?: string
     /** Secrets named by MODEL_PROVIDERS (`apiKeySecret`) and other bindings it names. */

@@ -18,6 +18,7 @@ import {
   jobOf,
   jobRequest,
   ledgerRows,
+  mutableEnv,
   reasoningEnv,
   runDueNow,
   uninstallUpstream,
@@ -309,5 +310,106 @@ describe('crash recovery', () => {
     expect(job.usage.model_calls).toBe(4)
     // Two answered before the crash, two were lost with it and asked again: six requests in all.
     expect(upstream.requests).toHaveLength(6)
+  })
+})
+
+describe('content at rest', () => {
+  const kek = (kid: string) => ({
+    kid,
+    key: btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
+      .replaceAll('+', '-')
+      .replaceAll('/', '_')
+      .replace(/=+$/, ''),
+  })
+  const original = reasoningEnv.CONTENT_KEKS
+
+  afterEach(() => {
+    mutableEnv.CONTENT_KEKS = original
+  })
+
+  /** What the object's SQLite holds, raw. */
+  function stored(handle: { stub: DurableObjectStub<ReasoningJob> }) {
+    return runInDurableObject(handle.stub, (_i: ReasoningJob, state) => ({
+      prompt: state.storage.sql
+        .exec<{ value: string }>(`SELECT value FROM content WHERE name = 'prompt'`)
+        .toArray()[0]?.value,
+      texts: state.storage.sql
+        .exec<{ text: string }>(`SELECT text FROM candidates ORDER BY idx`)
+        .toArray()
+        .map((r) => r.text),
+      dataKey: state.storage.sql.exec<{ wrapped: string }>(`SELECT wrapped FROM content_key`).toArray()[0]
+        ?.wrapped,
+    }))
+  }
+
+  it('prompt and candidates are sealed in storage; GET opens them for the owning tenant', async () => {
+    const identity = await identityFor('test', 'team')
+    const prompt = `A secret question ${crypto.randomUUID()}: is 2^10 larger than 10^3?`
+    const handle = await createJob(identity, jobRequest({ prompt }))
+    const job = await driveToEnd(handle)
+    expect(job.prompt).toBe(prompt)
+    const raw = await stored(handle)
+    expect(raw.prompt).toMatch(/^v1\.[\w-]+\.[\w-]+$/)
+    expect(raw.prompt).not.toContain('secret')
+    expect(raw.dataKey).toMatch(/^v1\.test-kek-1\./)
+    expect(raw.texts).toHaveLength(4)
+    for (const [i, text] of raw.texts.entries()) {
+      expect(text).toMatch(/^v1\./)
+      expect(text).not.toContain(job.candidates![i]!.content as string)
+    }
+    // A sealed value is bound to its place: the prompt's ciphertext in a candidate's slot does not open.
+    await runInDurableObject(handle.stub, (_i: ReasoningJob, state) => {
+      state.storage.sql.exec(`UPDATE candidates SET text = ? WHERE idx = 0`, raw.prompt!)
+    })
+    const misplaced = (await handle.stub.get(callerOf(identity))) as JobReply
+    expect(misplaced.ok).toBe(false)
+  })
+
+  it('rotation: a new KEK first re-wraps the data key on use; the old KEK can then go', async () => {
+    const identity = await identityFor('test', 'team')
+    const [a, b] = [kek('kek-a'), kek('kek-b')]
+    mutableEnv.CONTENT_KEKS = JSON.stringify([a])
+    const handle = await createJob(identity)
+    const done = await driveToEnd(handle)
+    const before = await stored(handle)
+    expect(before.dataKey).toMatch(/^v1\.kek-a\./)
+
+    mutableEnv.CONTENT_KEKS = JSON.stringify([b, a])
+    expect((await jobOf(handle)).prompt).toBe(done.prompt)
+    const after = await stored(handle)
+    expect(after.dataKey).toMatch(/^v1\.kek-b\./)
+    // The content was not re-encrypted: only the data key's wrapping changed.
+    expect(after.prompt).toBe(before.prompt)
+    expect(after.texts).toEqual(before.texts)
+
+    mutableEnv.CONTENT_KEKS = JSON.stringify([b])
+    const revived = { ...handle, stub: reasoningEnv.REASONING_JOB.get(handle.stub.id) }
+    expect((await jobOf(revived)).result).toBe(done.result)
+
+    // Without the KEK its data key is wrapped under, nothing opens: 503 naming the secret.
+    mutableEnv.CONTENT_KEKS = JSON.stringify([kek('kek-c')])
+    await abortAllDurableObjects()
+    const fresh = reasoningEnv.REASONING_JOB.get(handle.stub.id)
+    const refused = (await fresh.get(callerOf(identity))) as JobReply
+    expect(refused.ok ? null : refused.error).toMatchObject({ status: 503, code: 'content_keys_unavailable' })
+  })
+
+  it('erasure destroys the data key: a ciphertext kept from before cannot be opened again', async () => {
+    const identity = await identityFor('test', 'team')
+    const handle = await createJob(identity)
+    await driveToEnd(handle)
+    const before = await stored(handle)
+    unwrap((await handle.stub.remove(callerOf(identity))) as JobReply)
+    const after = await stored(handle)
+    expect(after.dataKey).toBeUndefined()
+    expect(after.prompt).toBeUndefined()
+    expect(after.texts.every((t) => t === '')).toBe(true)
+    // Someone restores the old ciphertext (a backup, a freed page): without the key it stays closed.
+    await runInDurableObject(handle.stub, (_i: ReasoningJob, state) => {
+      state.storage.sql.exec(`INSERT INTO content (name, value) VALUES ('prompt', ?)`, before.prompt!)
+    })
+    const job = await jobOf(handle)
+    expect(job).not.toHaveProperty('prompt')
+    expect(job).not.toHaveProperty('result')
   })
 })

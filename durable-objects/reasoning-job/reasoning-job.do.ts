@@ -43,6 +43,14 @@ import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/p
 import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
 import {
+  type ContentCipher,
+  contentCipher,
+  contentKeyring,
+  newWrappedDataKey,
+  rewrapDataKey,
+  wrappingKid,
+} from './content-crypto'
+import {
   isTerminal,
   type JobCreateRequest,
   type ReasoningJob as ReasoningJobRecord,
@@ -200,6 +208,11 @@ function describeError(err: unknown): string {
   return parts.join(' <- ')
 }
 
+/** The content name of a candidate's text (bound into its ciphertext's associated data). */
+function candidateName(idx: number): string {
+  return `candidate:${idx}`
+}
+
 function iso(ms: number): string {
   return new Date(ms).toISOString()
 }
@@ -213,6 +226,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   readonly qpu: QpuStore
   /** The create in progress (its reservation is being asked for): a second create awaits it. */
   private creating: Promise<JobReply> | null = null
+  /** The opened data key, per keyring (cleared by erasure and rotation). */
+  private cipherCache: { wrapped: string; cipher: ContentCipher } | null = null
 
   constructor(ctx: DurableObjectState, env: ReasoningJobEnv) {
     super(ctx, env)
@@ -248,7 +263,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     const existing = this.store.job()
     if (existing) {
       if (existing.tenant_id !== call.identity.tenantId) return { ok: false, error: errorData(jobNotFound()) }
-      return { ok: true, job: this.view(existing, true) }
+      return { ok: true, job: await this.view(existing, true) }
     }
     this.creating ??= this.createNew(call).finally(() => {
       this.creating = null
@@ -259,7 +274,11 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   async get(caller: JobCaller): Promise<JobReply> {
     const job = this.store.job()
     if (!job || job.tenant_id !== caller.tenantId) return { ok: false, error: errorData(jobNotFound()) }
-    return { ok: true, job: this.view(job, true) }
+    try {
+      return { ok: true, job: await this.view(job, true) }
+    } catch (err) {
+      return { ok: false, error: errorData(err) }
+    }
   }
 
   /**
@@ -285,6 +304,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       } else if (isTerminal(job.status)) {
         if (job.erased_at === null) {
           this.store.eraseContent()
+          this.cipherCache = null
           this.commit({ erased_at: now }, now)
         }
       } else {
@@ -297,7 +317,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       await this.armAlarm()
       const after = this.store.job()
       if (!after) throw new Error('the job row vanished')
-      return { ok: true, job: this.view(after, true) }
+      return { ok: true, job: await this.view(after, true) }
     } catch (err) {
       return { ok: false, error: errorData(err) }
     }
@@ -316,6 +336,11 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       const settings = this.settings
       const { catalog } = resolvePlan(this.env, identity.planId)
       const tokens = quotedTokens(request.model, request.prompt)
+      // The content is sealed before anything is reserved: no keys, no job (503, nothing held).
+      const ring = await contentKeyring(this.env.CONTENT_KEKS)
+      const place = { tenantId: identity.tenantId, jobId }
+      const wrappedKey = await newWrappedDataKey(ring, place)
+      const sealedPrompt = await (await contentCipher(ring, place, wrappedKey)).seal('prompt', request.prompt)
       const meter = openMeter(this.env.RATE_LIMITER, identity, 'reasoning.jobs', { leases: false })
       let grant: Awaited<ReturnType<typeof meter.acquire>>
       try {
@@ -349,7 +374,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         meter: { identity, grant },
         now,
       })
-      this.store.setContent('prompt', request.prompt)
+      this.store.setDataKey(wrappedKey)
+      this.store.setContent('prompt', sealedPrompt)
       this.store.schedule('advance', now)
       this.store.schedule('record_sync', now)
       // The index row before the answer, so the job is in the list as soon as the client has its id.
@@ -357,7 +383,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       await this.armAlarm()
       const job = this.store.job()
       if (!job) throw new Error('the job was not stored')
-      return { ok: true, job: this.view(job, true) }
+      return { ok: true, job: await this.view(job, true) }
     } catch (err) {
       return { ok: false, error: errorData(err) }
     }
@@ -442,17 +468,50 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     return { alias: job.model, testMode: job.test_mode, env: this.env, requestId: job.request_id }
   }
 
-  private prompt(): string {
+  /**
+   * The job's content cipher: its data key unwrapped with CONTENT_KEKS. A data key wrapped under a
+   * KEK that is no longer the first is re-wrapped under the first (rotation), before it is used.
+   */
+  private async cipher(job: JobRow): Promise<ContentCipher> {
+    const ring = await contentKeyring(this.env.CONTENT_KEKS)
+    let wrapped = this.store.dataKey()
+    if (wrapped === null) throw new Error('the job has no data key (erased)')
+    const place = { tenantId: job.tenant_id, jobId: job.job_id }
+    if (wrappingKid(wrapped) !== ring.wrapKid) {
+      const rewrapped = await rewrapDataKey(ring, place, wrapped)
+      // Only if nothing replaced or erased it meanwhile (the read is the compare).
+      if (this.store.dataKey() !== wrapped) return this.cipher(job)
+      this.store.setDataKey(rewrapped)
+      wrapped = rewrapped
+    }
+    if (this.cipherCache?.wrapped !== wrapped) {
+      this.cipherCache = { wrapped, cipher: await contentCipher(ring, place, wrapped) }
+    }
+    return this.cipherCache.cipher
+  }
+
+  private async prompt(job: JobRow): Promise<string> {
     const prompt = this.store.content('prompt')
     if (prompt === null) throw new Error('the job has no prompt')
-    return prompt
+    return (await this.cipher(job)).open('prompt', prompt)
+  }
+
+  /** The stored candidates with their texts opened. */
+  private async openCandidates(job: JobRow): Promise<(CandidateRow & { content: string })[]> {
+    const rows = this.store.candidates()
+    if (rows.length === 0) return []
+    const cipher = await this.cipher(job)
+    return Promise.all(
+      rows.map(async (c) => ({ ...c, content: await cipher.open(candidateName(c.idx), c.text) })),
+    )
   }
 
   /** generating_candidates: one model call per empty candidate slot, in parallel. */
   private async generate(job: JobRow): Promise<void> {
     const have = new Set(this.store.candidates().map((c) => c.idx))
     const missing = Array.from({ length: job.candidate_count }, (_, i) => i).filter((i) => !have.has(i))
-    const prompt = this.prompt()
+    const prompt = await this.prompt(job)
+    const cipher = await this.cipher(job)
     const context = this.modelContext(job)
     const withLogprobs = SCORING_METHOD_OF[job.model] === 'hive_logprob'
     const failures: CallFailure[] = []
@@ -466,9 +525,10 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         }
         const { text, logprobs, finishReason, usage, provider } = result.value
         const digest = `sha256:${sha256Hex(text)}`
+        const sealed = await cipher.seal(candidateName(idx), text)
         this.store.addCandidate({
           idx,
-          text,
+          text: sealed,
           digest,
           logprobs,
           finish_reason: finishReason,
@@ -485,14 +545,14 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
 
   /** scoring: hive_logprob from the stored logprobs; swarm_judge with a judge call per comparison. */
   private async score(job: JobRow): Promise<void> {
-    const candidates = this.store.candidates()
+    const candidates = await this.openCandidates(job)
     if (SCORING_METHOD_OF[job.model] === 'hive_logprob') {
-      const scores = hiveScores(candidates.map((c) => ({ text: c.text, logprobs: c.logprobs_json })))
+      const scores = hiveScores(candidates.map((c) => ({ text: c.content, logprobs: c.logprobs_json })))
       for (const [i, score] of scores.entries()) this.store.setEvidence(candidates[i]!.idx, { ...score })
     } else {
       const judged = new Set(this.store.verdicts().map((v) => v.comparison))
       const missing = judgeComparisons(candidates.length).filter((c) => !judged.has(comparisonKey(c)))
-      const prompt = this.prompt()
+      const prompt = await this.prompt(job)
       const context = this.modelContext(job)
       const failures: CallFailure[] = []
       await Promise.all(
@@ -500,8 +560,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
           const result = await judgePair(
             context,
             prompt,
-            candidates[c.first]!.text,
-            candidates[c.second]!.text,
+            candidates[c.first]!.content,
+            candidates[c.second]!.content,
           )
           if (!result.ok) {
             failures.push(result.failure)
@@ -1035,7 +1095,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         principal: job.principal,
         product: job.product,
         recordVersion: job.record_version,
-        record: this.view(job, false),
+        record: await this.view(job, false),
       })
     } catch (err) {
       console.error(
@@ -1097,10 +1157,10 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     )
   }
 
-  private candidateView(c: CandidateRow, erased: boolean): Record<string, unknown> {
+  private candidateView(c: CandidateRow & { content: string | null }): Record<string, unknown> {
     return {
       index: c.idx,
-      ...(erased ? {} : { content: c.text }),
+      ...(c.content === null ? {} : { content: c.content }),
       digest: c.digest,
       provider: c.provider,
       finish_reason: c.finish_reason,
@@ -1111,11 +1171,15 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   }
 
   /** The public record; `withContent`: decrypted prompt, candidates and result (detail only). */
-  view(job: JobRow, withContent: boolean): ReasoningJobRecord {
+  async view(job: JobRow, withContent: boolean): Promise<ReasoningJobRecord> {
     const erased = job.erased_at !== null
-    const candidates = withContent ? this.store.candidates() : []
+    const candidates: (CandidateRow & { content: string | null })[] = !withContent
+      ? []
+      : erased
+        ? this.store.candidates().map((c) => ({ ...c, content: null }))
+        : await this.openCandidates(job)
     const usage = this.usage()
-    const prompt = withContent && !erased ? this.store.content('prompt') : null
+    const prompt = withContent && !erased ? await this.prompt(job) : null
     const selected =
       job.selected_index === null ? undefined : candidates.find((c) => c.idx === job.selected_index)
     return {
@@ -1126,10 +1190,10 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       requested_real: job.requested_real,
       ...(prompt === null ? {} : { prompt }),
       ...(withContent && candidates.length > 0
-        ? { candidates: candidates.map((c) => this.candidateView(c, erased)) }
+        ? { candidates: candidates.map((c) => this.candidateView(c)) }
         : {}),
       ...(job.selected_index === null ? {} : { selected_index: job.selected_index }),
-      ...(selected && !erased ? { result: selected.text } : {}),
+      ...(selected && selected.content !== null ? { result: selected.content } : {}),
       ...(job.selector_backend === null ? {} : { selector_backend: job.selector_backend }),
       ...(job.selector_confidence === null ? {} : { selector_confidence: job.selector_confidence }),
       // Only a job whose attempt a QPU ran (the provider said so) used real qubits.

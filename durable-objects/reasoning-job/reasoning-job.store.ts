@@ -6,8 +6,9 @@
  * | table      | holds                                                                          |
  * |------------|--------------------------------------------------------------------------------|
  * | job        | one row: owner, request, state machine fields, selection, metering, receipt   |
- * | content    | the job's encrypted content: the prompt (per-job data key, content-crypto.ts)  |
- * | candidates | one row per generated candidate: encrypted text, logprobs, usage, evidence     |
+ * | content_key| one row: the job's data key, wrapped under a CONTENT_KEKS key (content-crypto) |
+ * | content    | the job's sealed content: the prompt (AES-256-GCM under the data key)         |
+ * | candidates | one row per generated candidate: sealed text, logprobs, usage, evidence        |
  * | verdicts   | one row per judge comparison (swarm_judge): the verdict and its usage          |
  * | due_work   | what the single alarm must do and when                                         |
  *
@@ -64,6 +65,10 @@ const DDL = [
     updated_at INTEGER NOT NULL,
     completed_at INTEGER,
     record_version INTEGER NOT NULL DEFAULT 1
+  )`,
+  `CREATE TABLE IF NOT EXISTS content_key (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    wrapped TEXT NOT NULL
   )`,
   `CREATE TABLE IF NOT EXISTS content (
     name TEXT PRIMARY KEY,
@@ -365,6 +370,21 @@ export class JobStore {
 
   // --- content ----------------------------------------------------------------------------------
 
+  /** The job's wrapped data key; null before creation and after erasure. */
+  dataKey(): string | null {
+    return (
+      this.sql.exec<{ wrapped: string }>(`SELECT wrapped FROM content_key WHERE id = 1`).toArray()[0]
+        ?.wrapped ?? null
+    )
+  }
+
+  setDataKey(wrapped: string): void {
+    this.sql.exec(
+      `INSERT INTO content_key (id, wrapped) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET wrapped = excluded.wrapped`,
+      wrapped,
+    )
+  }
+
   setContent(name: string, value: string): void {
     this.sql.exec(
       `INSERT INTO content (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
@@ -438,8 +458,12 @@ export class JobStore {
     )
   }
 
-  /** Erasure: the content goes, the metadata (digests, scores, usage) stays. */
+  /**
+   * Erasure: the data key and the content go (crypto-shredding: a copy of a ciphertext left
+   * anywhere cannot be opened without the key), the metadata (digests, scores, usage) stays.
+   */
   eraseContent(): void {
+    this.sql.exec(`DELETE FROM content_key`)
     this.sql.exec(`DELETE FROM content`)
     this.sql.exec(`UPDATE candidates SET text = ''`)
   }

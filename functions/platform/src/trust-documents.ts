@@ -12,7 +12,7 @@
  *   is appended to the tenant's audit log before it is returned.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
-import { appendAuditEvent, auditLogOf } from '../../../shared/audit/audit-client'
+import { appendAuditEvent, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
 import { toBase64 } from '../../../shared/audit/checkpoint'
 import { canonicalJson, sha256Hex, sha384Hex } from '../../../shared/crypto/digests'
 import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'

@@ -12,13 +12,17 @@
  * | OTLP_RESULTS_RETAINED        | var    | 1000           | ingestion results kept per tenant                 |
  */
 import { z } from 'zod'
-import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
+import type { AuditLogNamespace } from '../../../durable-objects/audit-log/audit-client'
 import type { DatabaseEnv } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
+import type { RateLimiterNamespace } from '../../../shared/metering/metering-client'
+import type { PlanCatalogEnv } from '../../../shared/plans/plan-catalog'
 
-export interface TelemetryEnv extends DatabaseEnv {
+export interface TelemetryEnv extends DatabaseEnv, PlanCatalogEnv {
   /** The tenants' audit logs, hosted by svc-platform (observability-token changes are recorded). */
   AUDIT_LOG?: AuditLogNamespace
+  /** Ingestion rate limits and byte allowance: the RateLimiter objects hosted by svc-metering. */
+  RATE_LIMITER?: RateLimiterNamespace
   OTLP_COLLECTOR_URL?: string
   OTLP_COLLECTOR_AUTHORIZATION?: string
   OTLP_COLLECTOR_TIMEOUT_MS?: string
@@ -80,4 +84,15 @@ export function telemetrySettings(env: TelemetryEnv): TelemetrySettings {
   }
   parsed.set(env, result.data)
   return result.data
+}
+
+/** The RateLimiter binding; without it the receiver cannot admit an export (503, nothing forwarded). */
+export function meteringOf(env: TelemetryEnv): RateLimiterNamespace {
+  if (env.RATE_LIMITER) return env.RATE_LIMITER
+  throw new AppError(
+    503,
+    'metering_unavailable',
+    'Usage limits cannot be checked right now, so the export was not forwarded. Retry in a few seconds.',
+    { headers: { 'retry-after': '5' }, internalMessage: 'the RATE_LIMITER binding is missing' },
+  )
 }
