@@ -477,7 +477,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     let wrapped = this.store.dataKey()
     if (wrapped === null) throw new Error('the job has no data key (erased)')
     const place = { tenantId: job.tenant_id, jobId: job.job_id }
-    if (wrappingKid(wrapped) !== ring.wrapKid) {
+    if (wrappingKid(wrapped) !== ring.firstKid) {
       const rewrapped = await rewrapDataKey(ring, place, wrapped)
       // Only if nothing replaced or erased it meanwhile (the read is the compare).
       if (this.store.dataKey() !== wrapped) return this.cipher(job)
