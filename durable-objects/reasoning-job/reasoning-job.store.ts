@@ -18,6 +18,7 @@ import { z } from 'zod'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { NormalizedUsage } from '../../shared/providers'
 import type { Identity } from '../../shared/worker/request-context'
+import { parseStoredRows, type StoredRow } from '../stored-rows'
 import {
   FALLBACK_REASONS,
   JOB_STATUSES,
@@ -231,20 +232,7 @@ export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
 
 const DueWorkRowSchema = z.object({ kind: z.enum(DUE_WORK_KINDS), due_at: z.number() })
 
-type Row = Record<string, SqlStorageValue>
-
-function parseRows<T extends z.ZodType>(schema: T, rows: Row[], table: string): z.infer<T>[] {
-  return rows.map((row) => {
-    const parsed = schema.safeParse(row)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new Error(
-        `stored ${table} row does not fit its schema: ${issue?.path.join('.')}: ${issue?.message}`,
-      )
-    }
-    return parsed.data
-  })
-}
+type Row = StoredRow
 
 export interface NewJob {
   jobId: string
@@ -313,7 +301,7 @@ export class JobStore {
 
   job(): JobRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM job WHERE id = 1`).toArray()
-    return parseRows(JobRowSchema, rows, 'job')[0] ?? null
+    return parseStoredRows(JobRowSchema, rows, 'job')[0] ?? null
   }
 
   createJob(job: NewJob): void {
@@ -423,7 +411,7 @@ export class JobStore {
   }
 
   candidates(): CandidateRow[] {
-    return parseRows(
+    return parseStoredRows(
       CandidateRowSchema,
       this.sql.exec<Row>(`SELECT * FROM candidates ORDER BY idx`).toArray(),
       'candidates',
@@ -451,7 +439,7 @@ export class JobStore {
   }
 
   verdicts(): VerdictRow[] {
-    return parseRows(
+    return parseStoredRows(
       VerdictRowSchema,
       this.sql.exec<Row>(`SELECT * FROM verdicts ORDER BY comparison`).toArray(),
       'verdicts',
@@ -496,7 +484,7 @@ export class JobStore {
         now,
       )
       .toArray()
-    return parseRows(DueWorkRowSchema, rows, 'due_work')[0] ?? null
+    return parseStoredRows(DueWorkRowSchema, rows, 'due_work')[0] ?? null
   }
 
   nextDueAt(): number | null {
