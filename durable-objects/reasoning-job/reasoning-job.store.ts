@@ -11,6 +11,8 @@
  * | candidates | one row per generated candidate: sealed text, logprobs, usage, evidence        |
  * | verdicts   | one row per judge comparison (swarm_judge): the verdict and its usage          |
  * | due_work   | what the single alarm must do and when                                         |
+ *
+ * The real-hardware attempt and its reservation live in their own table (qpu.store.ts).
  */
 import { z } from 'zod'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
@@ -219,6 +221,12 @@ export const DUE_WORK_KINDS = [
   'record_sync',
   /** settle the job's metering reservation: commit the usage, or release it */
   'meter_settle',
+  /** send the QPU attempt's message to the queue (then the re-drive watchdog while it waits) */
+  'qpu_dispatch',
+  /** ask the provider about an attempt whose outcome is unknown (qpu-attempt.ts) */
+  'qpu_reconcile',
+  /** settle the real_qpu reservation: commit it when the QPU ran the job, or release it */
+  'qpu_settle',
 ] as const
 export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
 
