@@ -15,6 +15,7 @@
  * The real-hardware attempt and its reservation live in their own table (qpu.store.ts).
  */
 import { z } from 'zod'
+import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { NormalizedUsage } from '../../shared/providers'
 import type { Identity } from '../../shared/worker/request-context'
@@ -138,7 +139,7 @@ const IdentitySchema = z.object({
     z.object({
       kind: z.literal('access_token'),
       subject: z.string(),
-      audience: z.enum(['platform', 'internal-service', 'external-api']),
+      audience: z.enum(AUDIENCES),
       tokenId: z.string(),
       algorithm: z.string(),
     }),
