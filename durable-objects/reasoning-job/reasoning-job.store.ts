@@ -10,12 +10,21 @@
  * | content    | the job's sealed content: the prompt (AES-256-GCM under the data key)         |
  * | candidates | one row per generated candidate: sealed text, logprobs, usage, evidence        |
  * | verdicts   | one row per judge comparison (swarm_judge): the verdict and its usage          |
+ * | receipt    | one row once the job finished: the signed inference receipt and its log entry |
  * | due_work   | what the single alarm must do and when                                         |
  */
 import { z } from 'zod'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { NormalizedUsage } from '../../shared/providers'
 import type { Identity } from '../../shared/worker/request-context'
+import {
+  type ReceiptEnvelope,
+  ReceiptEnvelopeSchema,
+  type ReceiptLogEntry,
+  ReceiptLogEntrySchema,
+  type ReceiptStatement,
+  ReceiptStatementSchema,
+} from './inference-receipt'
 import {
   FALLBACK_REASONS,
   JOB_STATUSES,
@@ -91,6 +100,14 @@ const DDL = [
     valid INTEGER NOT NULL,
     provider TEXT NOT NULL,
     usage_json TEXT NOT NULL
+  )`,
+  `CREATE TABLE IF NOT EXISTS receipt (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    receipt_id TEXT NOT NULL,
+    statement_json TEXT NOT NULL,
+    envelope_json TEXT,
+    kid TEXT,
+    log_json TEXT
   )`,
   `CREATE TABLE IF NOT EXISTS due_work (
     kind TEXT PRIMARY KEY,
@@ -211,6 +228,15 @@ export const VerdictRowSchema = z.object({
 })
 export type VerdictRow = z.infer<typeof VerdictRowSchema>
 
+export const ReceiptRowSchema = z.object({
+  receipt_id: z.string(),
+  statement_json: json(ReceiptStatementSchema),
+  envelope_json: json(ReceiptEnvelopeSchema).nullable(),
+  kid: z.string().nullable(),
+  log_json: json(ReceiptLogEntrySchema).nullable(),
+})
+export type ReceiptRow = z.infer<typeof ReceiptRowSchema>
+
 export const DUE_WORK_KINDS = [
   /** run the job's next step (or retry the current one) */
   'advance',
@@ -218,6 +244,8 @@ export const DUE_WORK_KINDS = [
   'record_sync',
   /** settle the job's metering reservation: commit the usage, or release it */
   'meter_settle',
+  /** sign the finished job's inference receipt and record it in the tenant's audit log */
+  'issue_receipt',
 ] as const
 export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
 
@@ -458,6 +486,36 @@ export class JobStore {
     this.sql.exec(`DELETE FROM content_key`)
     this.sql.exec(`DELETE FROM content`)
     this.sql.exec(`UPDATE candidates SET text = ''`)
+  }
+
+  // --- the inference receipt --------------------------------------------------------------------
+
+  receipt(): ReceiptRow | null {
+    return (
+      parseRows(
+        ReceiptRowSchema,
+        this.sql.exec<Row>(`SELECT * FROM receipt WHERE id = 1`).toArray(),
+        'receipt',
+      )[0] ?? null
+    )
+  }
+
+  /** The statement is fixed once (its id and issue time): a retried step signs the same one. */
+  createReceipt(statement: ReceiptStatement): void {
+    this.sql.exec(
+      `INSERT OR IGNORE INTO receipt (id, receipt_id, statement_json) VALUES (1, ?, ?)`,
+      statement.receipt_id,
+      JSON.stringify(statement),
+    )
+  }
+
+  /** The envelope is kept before it is logged: the log records the digest of what was signed. */
+  setReceiptEnvelope(envelope: ReceiptEnvelope, kid: string): void {
+    this.sql.exec(`UPDATE receipt SET envelope_json = ?, kid = ? WHERE id = 1`, JSON.stringify(envelope), kid)
+  }
+
+  setReceiptLog(entry: ReceiptLogEntry): void {
+    this.sql.exec(`UPDATE receipt SET log_json = ? WHERE id = 1`, JSON.stringify(entry))
   }
 
   // --- due work ---------------------------------------------------------------------------------
