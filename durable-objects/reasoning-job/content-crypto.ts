@@ -15,25 +15,16 @@
  * - Erasure destroys the job's wrapped data key (and the ciphertexts): with the key gone, no copy of a
  *   ciphertext (a backup, a freed SQLite page) can be opened, whoever holds the KEK.
  */
-import { z } from 'zod'
+import { base64urlDecode, base64urlEncode } from '../../shared/crypto/encoding'
+import { generateKeyringEntry, type Keyring, keyringFromSecret } from '../../shared/crypto/keyring'
 import { AppError } from '../../shared/http/errors'
-
-const KeySchema = z.object({
-  kid: z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, 'kid: 1-40 letters, digits, - or _'),
-  key: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'key: 32 bytes in base64url (43 characters)'),
-})
-const KeysSchema = z.array(KeySchema).min(1)
 
 const FORMAT = 'v1'
 const utf8 = new TextEncoder()
 const fromUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 
-export interface ContentKeyring {
-  /** The kid new data keys are wrapped under (the first in the secret). */
-  readonly wrapKid: string
-  /** Every listed KEK, as HKDF base keys. */
-  readonly keks: ReadonlyMap<string, CryptoKey>
-}
+/** CONTENT_KEKS as HKDF base keys; `firstKid` wraps new data keys. */
+export type ContentKeyring = Keyring
 
 /** The job's data key as stored: `v1.<kek kid>.<iv>.<wrapped key>` (base64url). */
 export type WrappedDataKey = string
@@ -42,19 +33,14 @@ function bytes(text: string): Uint8Array<ArrayBuffer> {
   return new Uint8Array(utf8.encode(text))
 }
 
+/** Stored base64url; damaged text fails like a forged ciphertext (the callers' catch). */
 function fromBase64Url(text: string): Uint8Array<ArrayBuffer> {
-  const b64 = text.replaceAll('-', '+').replaceAll('_', '/')
-  const bin = atob(b64 + '='.repeat((4 - (b64.length % 4)) % 4))
-  const out = new Uint8Array(bin.length)
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i)
-  return out
+  const decoded = base64urlDecode(text)
+  if (!decoded) throw new Error('stored content is not valid base64url')
+  return new Uint8Array(decoded)
 }
 
-function toBase64Url(bytes: Uint8Array): string {
-  let bin = ''
-  for (const b of bytes) bin += String.fromCharCode(b)
-  return btoa(bin).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')
-}
+const toBase64Url = base64urlEncode
 
 export function contentKeysUnavailable(detail: string): AppError {
   return new AppError(
@@ -65,37 +51,14 @@ export function contentKeysUnavailable(detail: string): AppError {
   )
 }
 
-const keyrings = new Map<string, Promise<ContentKeyring>>()
-
 /** The keyring from the secret's JSON (parsed once per isolate); 503 when missing or malformed. */
 export function contentKeyring(secret: string | undefined): Promise<ContentKeyring> {
-  if (!secret) return Promise.reject(contentKeysUnavailable('CONTENT_KEKS is not set'))
-  let pending = keyrings.get(secret)
-  if (!pending) {
-    pending = (async () => {
-      let raw: unknown
-      try {
-        raw = JSON.parse(secret)
-      } catch {
-        throw contentKeysUnavailable('CONTENT_KEKS is not JSON')
-      }
-      const parsed = KeysSchema.safeParse(raw)
-      if (!parsed.success) throw contentKeysUnavailable(`CONTENT_KEKS: ${parsed.error.issues[0]?.message}`)
-      const keks = new Map<string, CryptoKey>()
-      for (const { kid, key } of parsed.data) {
-        keks.set(kid, await crypto.subtle.importKey('raw', fromBase64Url(key), 'HKDF', false, ['deriveKey']))
-      }
-      return { wrapKid: parsed.data[0]!.kid, keks }
-    })()
-    pending.catch(() => keyrings.delete(secret))
-    keyrings.set(secret, pending)
-  }
-  return pending
+  return keyringFromSecret(secret, 'CONTENT_KEKS', 'hkdf', contentKeysUnavailable)
 }
 
 /** A fresh KEK entry for CONTENT_KEKS (operators, `npm start`). */
 export function generateContentKek(kid: string): { kid: string; key: string } {
-  return { kid, key: toBase64Url(crypto.getRandomValues(new Uint8Array(32))) }
+  return generateKeyringEntry(kid)
 }
 
 /** The tenant's wrapping key under one KEK: HKDF-SHA256, the tenant in `info`. */
@@ -138,7 +101,7 @@ async function wrapDataKey(
   place: JobPlace,
   raw: Uint8Array<ArrayBuffer>,
 ): Promise<WrappedDataKey> {
-  const kek = ring.keks.get(ring.wrapKid)!
+  const kek = ring.keys.get(ring.firstKid)!
   const wrapping = await tenantWrappingKey(kek, place.tenantId)
   const iv = crypto.getRandomValues(new Uint8Array(12))
   const wrapped = await crypto.subtle.encrypt(
@@ -146,7 +109,7 @@ async function wrapDataKey(
     wrapping,
     raw,
   )
-  return `${FORMAT}.${ring.wrapKid}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(wrapped))}`
+  return `${FORMAT}.${ring.firstKid}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(wrapped))}`
 }
 
 /** The kid a stored data key is wrapped under. */
@@ -161,7 +124,7 @@ async function unwrapRaw(
 ): Promise<Uint8Array<ArrayBuffer>> {
   const [format, kid, iv, body] = wrapped.split('.')
   if (format !== FORMAT || !kid || !iv || !body) throw new Error('the stored data key is malformed')
-  const kek = ring.keks.get(kid)
+  const kek = ring.keys.get(kid)
   if (!kek) {
     throw contentKeysUnavailable(
       `the job's data key is wrapped under KEK ${kid}, which CONTENT_KEKS no longer lists`,

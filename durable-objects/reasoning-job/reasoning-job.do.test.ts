@@ -116,12 +116,12 @@ describe('a test-key job runs end to end on the simulated model', () => {
     }
   })
 
-  it('managed_qpu: the same steps, then classical_fallback with selector_unreachable, and no pretend qubits', async () => {
+  it('managed_qpu with a test key: the same steps, then classical_fallback (test keys never reach hardware)', async () => {
     const identity = await identityFor('test', 'enterprise')
     const handle = await createJob(identity, jobRequest({ product: 'managed_qpu' }))
     expect(unwrap(handle.reply)).toMatchObject({
       requested_real: true,
-      real_request_status: 'quantum_not_enabled',
+      real_request_status: 'not_requested',
     })
     const job = await driveToEnd(handle)
     expect(job).toMatchObject({

@@ -12,11 +12,14 @@
  * | verdicts   | one row per judge comparison (swarm_judge): the verdict and its usage          |
  * | receipt    | one row once the job finished: the signed inference receipt and its log entry |
  * | due_work   | what the single alarm must do and when                                         |
+ *
+ * The real-hardware attempt and its reservation live in their own table (qpu.store.ts).
  */
 import { z } from 'zod'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { NormalizedUsage } from '../../shared/providers'
 import type { Identity } from '../../shared/worker/request-context'
+import { parseStoredRows, type StoredRow } from '../stored-rows'
 import {
   type ReceiptEnvelope,
   ReceiptEnvelopeSchema,
@@ -246,25 +249,18 @@ export const DUE_WORK_KINDS = [
   'meter_settle',
   /** sign the finished job's inference receipt and record it in the tenant's audit log */
   'issue_receipt',
+  /** send the QPU attempt's message to the queue (then the re-drive watchdog while it waits) */
+  'qpu_dispatch',
+  /** ask the provider about an attempt whose outcome is unknown (qpu-attempt.ts) */
+  'qpu_reconcile',
+  /** settle the real_qpu reservation: commit it when the QPU ran the job, or release it */
+  'qpu_settle',
 ] as const
 export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
 
 const DueWorkRowSchema = z.object({ kind: z.enum(DUE_WORK_KINDS), due_at: z.number() })
 
-type Row = Record<string, SqlStorageValue>
-
-function parseRows<T extends z.ZodType>(schema: T, rows: Row[], table: string): z.infer<T>[] {
-  return rows.map((row) => {
-    const parsed = schema.safeParse(row)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new Error(
-        `stored ${table} row does not fit its schema: ${issue?.path.join('.')}: ${issue?.message}`,
-      )
-    }
-    return parsed.data
-  })
-}
+type Row = StoredRow
 
 export interface NewJob {
   jobId: string
@@ -333,7 +329,7 @@ export class JobStore {
 
   job(): JobRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM job WHERE id = 1`).toArray()
-    return parseRows(JobRowSchema, rows, 'job')[0] ?? null
+    return parseStoredRows(JobRowSchema, rows, 'job')[0] ?? null
   }
 
   createJob(job: NewJob): void {
@@ -443,7 +439,7 @@ export class JobStore {
   }
 
   candidates(): CandidateRow[] {
-    return parseRows(
+    return parseStoredRows(
       CandidateRowSchema,
       this.sql.exec<Row>(`SELECT * FROM candidates ORDER BY idx`).toArray(),
       'candidates',
@@ -471,7 +467,7 @@ export class JobStore {
   }
 
   verdicts(): VerdictRow[] {
-    return parseRows(
+    return parseStoredRows(
       VerdictRowSchema,
       this.sql.exec<Row>(`SELECT * FROM verdicts ORDER BY comparison`).toArray(),
       'verdicts',
@@ -492,7 +488,7 @@ export class JobStore {
 
   receipt(): ReceiptRow | null {
     return (
-      parseRows(
+      parseStoredRows(
         ReceiptRowSchema,
         this.sql.exec<Row>(`SELECT * FROM receipt WHERE id = 1`).toArray(),
         'receipt',
@@ -546,7 +542,7 @@ export class JobStore {
         now,
       )
       .toArray()
-    return parseRows(DueWorkRowSchema, rows, 'due_work')[0] ?? null
+    return parseStoredRows(DueWorkRowSchema, rows, 'due_work')[0] ?? null
   }
 
   nextDueAt(): number | null {
