@@ -45,10 +45,15 @@ function callerOf(authInfo: AuthInfo | undefined): McpCaller {
   return caller
 }
 
-/** Output schemas per tool, resolved once per isolate from the families' OpenAPI documents. */
-let outputSchemas: Promise<Map<string, Record<string, unknown>>> | null = null
+type OutputSchema = ReturnType<typeof fromJsonSchema>
 
-function toolOutputSchemas(env: McpEnv): Promise<Map<string, Record<string, unknown>>> {
+/**
+ * Output schemas per tool, resolved once per isolate from the families' OpenAPI documents and
+ * compiled once (compiling them for every request's server cost more than the tool call).
+ */
+let outputSchemas: Promise<Map<string, OutputSchema>> | null = null
+
+function toolOutputSchemas(env: McpEnv): Promise<Map<string, OutputSchema>> {
   outputSchemas ??= Promise.all(
     TOOLS.map(async (spec) => {
       const lookup = routeTable.lookup(spec.route.method, spec.route.path.replace(/:[A-Za-z]+/g, 'x'))
@@ -59,8 +64,8 @@ function toolOutputSchemas(env: McpEnv): Promise<Map<string, Record<string, unkn
       ] as const
     }),
   ).then((pairs) => {
-    const map = new Map<string, Record<string, unknown>>()
-    for (const [name, schema] of pairs) if (schema) map.set(name, schema)
+    const map = new Map<string, OutputSchema>()
+    for (const [name, schema] of pairs) if (schema) map.set(name, fromJsonSchema(schema, validator))
     // A family that could not answer is asked again by the next request.
     if (map.size < pairs.filter(([, s]) => s !== null).length) outputSchemas = null
     return map
@@ -87,7 +92,7 @@ async function buildServer(caller: McpCaller): Promise<McpServer> {
         title: spec.title,
         description: spec.description,
         inputSchema: spec.input,
-        ...(output ? { outputSchema: fromJsonSchema(output, validator) } : {}),
+        ...(output ? { outputSchema: output } : {}),
         annotations: spec.annotations,
         scopeChallenge: requireScopes('mcp:tools'),
       },
