@@ -9,7 +9,7 @@
  * server, and why the others do not, are listed in docs/mcp.md; each must pass with no FAILURE.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import os from 'node:os'
@@ -37,10 +37,23 @@ const CONFORMANCE_SCENARIOS = {
   ],
 } as const
 
+/**
+ * Checks the runner reports as FAILURE with `details.untestable` because they need its reference
+ * server's diagnostic tools (`test_missing_capability`, `test_streaming_elicitation`,
+ * `test_logging_tool`); the conformance baseline file names them, and each must stay untestable.
+ */
+const UNTESTABLE = [
+  'server-stateless:sep-2575-server-rejects-undeclared-capability',
+  'server-stateless:sep-2575-missing-capability-http-400',
+  'server-stateless:sep-2575-http-server-no-independent-requests-on-stream',
+  'server-stateless:sep-2575-server-no-log-without-loglevel',
+]
+
 interface Check {
   id: string
   status: 'SUCCESS' | 'FAILURE' | 'WARNING' | 'INFO' | 'SKIPPED'
   errorMessage?: string
+  details?: { untestable?: boolean }
 }
 
 function run(
@@ -74,8 +87,10 @@ let workspace: Workspace
 let forwarder: http.Server
 let forwarderUrl: string
 const outputRoot = mkdtempSync(path.join(os.tmpdir(), 'svc-mcp-conformance-'))
+const baseline = path.join(outputRoot, 'expected-failures.yaml')
 
 beforeAll(async () => {
+  writeFileSync(baseline, `server:\n${UNTESTABLE.map((c) => `  - ${c}\n`).join('')}`)
   workspace = await createWorkspace('pro')
   const target = new URL(stack.baseUrl)
   // Adds the credential; everything else, Host and Origin included, reaches the gateway as sent.
@@ -123,9 +138,15 @@ describe(`MCP conformance suite (@modelcontextprotocol/conformance) against the 
         revision,
         '-o',
         output,
+        '--expected-failures',
+        baseline,
       ])
       const checks = checksUnder(output)
-      const failed = checks.filter((c) => c.status === 'FAILURE')
+      const failed = checks.filter(
+        (c) =>
+          c.status === 'FAILURE' &&
+          !(UNTESTABLE.includes(`${scenario}:${c.id}`) && c.details?.untestable === true),
+      )
       expect(failed, `${result.stdout}\n${result.stderr}`).toEqual([])
       expect(checks.some((c) => c.status === 'SUCCESS')).toBe(true)
       expect(result.code, result.stdout).toBe(0)
@@ -188,7 +209,7 @@ describe(`MCP Inspector CLI (@modelcontextprotocol/inspector --cli) against the 
     expect(`${bad.stdout}${bad.stderr}`).toMatch(/context/)
   })
 
-  it('resources/list names the memories resource; a wrong key is refused with the 401', async () => {
+  it('resources/list names the memories resource; with a wrong key the 401 sends it to OAuth', async () => {
     const list = await inspector(workspace.testKey, '--method', 'resources/list')
     expect(list.code, list.stderr).toBe(0)
     expect(
@@ -196,6 +217,7 @@ describe(`MCP Inspector CLI (@modelcontextprotocol/inspector --cli) against the 
     ).toContain('svc://memories')
     const refused = await inspector('svc_sk_live_not_a_key', '--method', 'tools/list')
     expect(refused.code).not.toBe(0)
-    expect(`${refused.stdout}${refused.stderr}`).toMatch(/401|nauthori/)
+    // The 401's challenge starts OAuth, which the CLI will not do without a person at a terminal.
+    expect(`${refused.stdout}${refused.stderr}`).toMatch(/auth_required/)
   })
 })
