@@ -34,6 +34,7 @@ const CONFORMANCE_SCENARIOS = {
     'sep-2164-resource-not-found',
     'dns-rebinding-protection',
     'http-header-validation',
+    'caching',
   ],
 } as const
 
