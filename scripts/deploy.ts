@@ -3,23 +3,27 @@
  * digests the platform worker attests. Each worker is bundled once here (the same esbuild build
  * `npm start` runs), hashed, and uploaded as is (`wrangler deploy --no-bundle`); the platform
  * worker gets the list as DEPLOYED_BUNDLES, so the attestation's `worker:<name>` subjects name
- * the uploaded code. Order: the metering worker first (it hosts the RateLimiter others bind), the
- * families, the platform worker (its variable needs every digest), the gateway last.
+ * the uploaded code. Order (scripts/deploy-plan.ts): every worker after the workers it binds, the
+ * gateway last. Every digest is known before the first upload, so the order does not depend on it.
  *
+ * `--bootstrap` is for a fresh account, where no worker exists yet: the one cycle in the bindings
+ * is broken by uploading a worker without its bindings to missing scripts first, then again whole.
  * `--dry-run` builds and asks wrangler to validate each upload without publishing
  * (`wrangler deploy --dry-run`), writing wrangler's output under .data/deploy-dry-run/.
  */
 import { spawnSync } from 'node:child_process'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { unstable_readConfig } from 'wrangler'
 import { writeCryptoLibraries } from './crypto-libraries.ts'
+import { planDeploy, readConfigBindings, withoutBindings } from './deploy-plan.ts'
 import { type BundleDigest, bundleDigest, bundleWorker, ROOT, workerConfigPaths } from './workers.ts'
 
-const FIRST = 'svc-metering'
-const BEFORE_LAST = 'svc-platform'
+const ATTESTING = 'svc-platform'
 const LAST = 'svc-gateway'
 
 const dryRun = process.argv.includes('--dry-run')
+const bootstrap = process.argv.includes('--bootstrap')
 const buildDir = path.join(ROOT, '.data', 'deploy')
 
 writeCryptoLibraries()
@@ -31,18 +35,32 @@ for (const configPath of workerConfigPaths()) {
   await bundleWorker(config.main, bundle)
   workers.push({ name: config.name, configPath, bundle, digest: bundleDigest(config.name, bundle) })
 }
-const rank = (name: string) => (name === FIRST ? 0 : name === BEFORE_LAST ? 2 : name === LAST ? 3 : 1)
-workers.sort((a, b) => rank(a.name) - rank(b.name) || a.name.localeCompare(b.name))
 const deployedBundles = JSON.stringify(workers.map((w) => w.digest))
+const steps = planDeploy(
+  workers.map((w) => readConfigBindings(path.join(ROOT, w.configPath))),
+  { bootstrap, last: LAST },
+)
 
-for (const worker of workers) {
-  const args = ['wrangler', 'deploy', '-c', worker.configPath, '--no-bundle', worker.bundle]
-  if (worker.name === BEFORE_LAST) args.push('--var', `DEPLOYED_BUNDLES:${deployedBundles}`)
+for (const step of steps) {
+  const worker = workers.find((w) => w.name === step.name)!
+  let configPath = worker.configPath
+  if (step.omit.length > 0) {
+    // Beside the original, so the paths it names resolve the same way.
+    configPath = path.join(path.dirname(worker.configPath), '.wrangler.bootstrap.toml')
+    writeFileSync(
+      path.join(ROOT, configPath),
+      withoutBindings(readFileSync(path.join(ROOT, worker.configPath), 'utf8'), step.omit),
+    )
+  }
+  const args = ['wrangler', 'deploy', '-c', configPath, '--no-bundle', worker.bundle]
+  if (worker.name === ATTESTING) args.push('--var', `DEPLOYED_BUNDLES:${deployedBundles}`)
   if (dryRun) args.push('--dry-run', '--outdir', path.join(ROOT, '.data', 'deploy-dry-run', worker.name))
   console.log(
-    `${dryRun ? 'checking' : 'deploying'} ${worker.name} (sha256 ${worker.digest.sha256.slice(0, 16)}…)`,
+    `${dryRun ? 'checking' : 'deploying'} ${worker.name} (sha256 ${worker.digest.sha256.slice(0, 16)}…)` +
+      (step.omit.length > 0 ? ` without ${step.omit.join(', ')} until their workers exist` : ''),
   )
   const result = spawnSync('npx', args, { cwd: ROOT, stdio: 'inherit' })
+  if (configPath !== worker.configPath) rmSync(path.join(ROOT, configPath))
   if (result.status !== 0) {
     console.error(`wrangler deploy failed for ${worker.name} (exit ${result.status})`)
     process.exit(result.status ?? 1)

@@ -15,6 +15,7 @@ import { type AddressInfo, createServer } from 'node:net'
 import path from 'node:path'
 import { convertV4MiniflareOptions, type LegacyWorkerOptions, Log, LogLevel, Miniflare } from 'miniflare'
 import { type Unstable_Config, unstable_getMiniflareWorkerOptions, unstable_readConfig } from 'wrangler'
+import { generateContentKek } from '../durable-objects/reasoning-job/content-crypto.ts'
 import { generateSigningKey } from '../shared/crypto/jwk.ts'
 import type { JwsAlgorithm } from '../shared/crypto/jws-algorithms.ts'
 import { generateCredentialKey } from '../shared/quantum/providers/provider-credentials.ts'
@@ -172,6 +173,19 @@ export function localProviderCredentialKeys(dataDir: string): string {
   return text
 }
 
+/**
+ * The key-encryption key of reasoning jobs' content for `npm start`: generated on first start into
+ * `<dataDir>/content-keks.json` (mode 0600) and given to the reasoning worker only, so stored jobs
+ * stay readable across restarts. Production sets the CONTENT_KEKS secret instead.
+ */
+export function localContentKeks(dataDir: string): string {
+  const file = path.join(dataDir, 'content-keks.json')
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  const text = JSON.stringify([generateContentKek('local-1')])
+  writeFileSync(file, `${text}\n`, { mode: 0o600 })
+  return text
+}
+
 function isNeon(url: string): boolean {
   return /\.neon\.tech(:\d+)?\//.test(url) || /\.neon\.build/.test(url)
 }
@@ -237,12 +251,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       JWT_SIGNING_KEYS: configuredKeys,
       LOG_SIGNING_KEYS: configuredLogKeys,
       PROVIDER_CREDENTIAL_KEYS: configuredCredentialKeys,
+      CONTENT_KEKS: configuredContentKeks,
       ...configured
     } = options.bindings ?? {}
     const sharedBindings = { ...configured }
     const signingKeys = configuredKeys ?? (await localSigningKeys(options.dataDir))
     const logSigningKeys = configuredLogKeys ?? (await localLogSigningKeys(options.dataDir))
     const credentialKeys = configuredCredentialKeys ?? localProviderCredentialKeys(options.dataDir)
+    const contentKeks = configuredContentKeks ?? localContentKeks(options.dataDir)
 
     // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all. The
     //    CBOM's library facts are refreshed from package-lock.json first (built into the platform worker).
@@ -252,7 +268,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ...sharedBindings,
       ...(name === 'svc-auth' ? { JWT_SIGNING_KEYS: signingKeys } : {}),
       ...(name === 'svc-platform' ? { LOG_SIGNING_KEYS: logSigningKeys } : {}),
-      ...(name === 'svc-reasoning' ? { PROVIDER_CREDENTIAL_KEYS: credentialKeys } : {}),
+      ...(name === 'svc-reasoning'
+        ? { PROVIDER_CREDENTIAL_KEYS: credentialKeys, CONTENT_KEKS: contentKeks }
+        : {}),
     }))
     const runtime = options.runtime ?? 'miniflare'
     let baseUrl = ''

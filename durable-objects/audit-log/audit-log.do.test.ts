@@ -1,6 +1,5 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import { type AuditLogNamespace, appendAuditEvent, auditLogOf } from '../../shared/audit/audit-client'
 import type { AuditEvent } from '../../shared/audit/audit-events'
 import {
   compareCheckpoints,
@@ -10,6 +9,7 @@ import {
 } from '../../shared/audit/checkpoint'
 import { verifyConsistency } from '../../shared/audit/merkle'
 import * as independent from '../../test/support/independent-merkle'
+import { type AuditLogNamespace, appendAuditEvent, auditLogOf } from './audit-client'
 import type { AuditLog } from './audit-log.do'
 import { logKeyRing } from './log-keys'
 

@@ -47,7 +47,7 @@ const usage = (prompt: number, completion: number, extra: Partial<MeteredUsage> 
 function settleRequest(
   reservationId: string,
   u: MeteredUsage | null,
-  model: 'svc-cell' | 'svc-hive' | 'web_search' | 'transcription' = 'svc-cell',
+  model: 'svc-cell' | 'svc-hive' | 'web_search' | 'transcription' | 'telemetry_ingest' = 'svc-cell',
 ) {
   return {
     reservationId,
@@ -487,5 +487,109 @@ describe('paid tools (web search, transcription)', () => {
     expect(
       limiter.grantLease(team, { leaseId: 'l', model: 'web_search', requests: 64, tokensPerRequest: 0 }, NOW),
     ).toBeNull()
+  })
+})
+
+describe('OTLP ingestion (telemetry_ingest): its own per-minute windows and a monthly byte allowance', () => {
+  const MiB = 1024 * 1024
+  const bytes = (quantity: number) => usage(0, 0, { quantity })
+  const ingest = (id: string, size: number) => ({
+    reservationId: id,
+    model: 'telemetry_ingest' as const,
+    estimatedTokens: 0,
+    estimatedQuantity: size,
+  })
+
+  it("exports are limited by ingestRequestsPerMinute, apart from the model requests' window", () => {
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
+    // The model requests' window full (20 a minute on Free) does not stop telemetry...
+    for (let i = 0; i < free.requestsPerMinute; i++)
+      expect(
+        limiter.acquire(free, { reservationId: `c${i}`, model: 'svc-cell', estimatedTokens: 1 }, NOW).kind,
+      ).toBe('granted')
+    for (let i = 0; i < free.ingestRequestsPerMinute; i++)
+      expect(limiter.acquire(free, ingest(`t${i}`, 100), NOW + 10).kind, `export ${i}`).toBe('granted')
+    // ...and telemetry does not use up the model requests: the next completion is still refused
+    // by its own window only, the next export by the ingestion one.
+    const decision = refusal(limiter.acquire(free, ingest('over', 100), NOW + 20))
+    expect(decision).toMatchObject({
+      reason: 'rate_limited',
+      binding_limit: {
+        kind: 'rate',
+        unit: 'requests',
+        limit: free.ingestRequestsPerMinute,
+        used: free.ingestRequestsPerMinute + 1,
+      },
+    })
+    expect(decision.binding_limit?.retry_after_seconds).toBeGreaterThan(59)
+    // The window slides: a minute after the first exports, one more fits.
+    expect(limiter.acquire(free, ingest('later', 100), NOW + 10 + 60_000).kind).toBe('granted')
+  })
+
+  it('bytes per minute: an export that would pass ingestBytesPerMinute waits for the window', () => {
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
+    expect(limiter.acquire(free, ingest('a', 8 * MiB), NOW).kind).toBe('granted')
+    expect(limiter.acquire(free, ingest('b', 8 * MiB), NOW + 1_000).kind).toBe('granted')
+    const decision = refusal(limiter.acquire(free, ingest('c', 1), NOW + 2_000))
+    expect(decision).toMatchObject({
+      reason: 'rate_limited',
+      binding_limit: { unit: 'bytes', limit: 16 * MiB, used: 16 * MiB + 1 },
+    })
+    // The first 8 MiB leave the window 60 s after they came: 58 s from now.
+    expect(decision.binding_limit?.retry_after_seconds).toBe(58)
+    expect(decision.required_plan).toBe('pro')
+  })
+
+  it('an export that was not forwarded (settled with no usage) gives its bytes back to the minute', () => {
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
+    expect(limiter.acquire(free, ingest('a', 16 * MiB), NOW).kind).toBe('granted')
+    expect(limiter.settle(free, settleRequest('a', null, 'telemetry_ingest'), NOW + 1)).toBeNull()
+    expect(limiter.acquire(free, ingest('b', 16 * MiB), NOW + 2).kind).toBe('granted')
+  })
+
+  it('records the bytes in the ledger and the monthly use; refuses once the byte allowance is used', () => {
+    const allowance = free.toolAllowances.telemetry_ingest!
+    const limiter = new TenantLimiter(
+      'live',
+      balance({ resourceUse: new Map([['telemetry_ingest', allowance - 1_000]]) }),
+      PLAN_CATALOG,
+    )
+    expect(limiter.acquire(free, ingest('a', 1_000), NOW).kind).toBe('granted')
+    const entry = limiter.settle(
+      free,
+      { ...settleRequest('a', bytes(1_000), 'telemetry_ingest'), endpoint: 'telemetry.otlp' },
+      NOW + 1,
+    )
+    expect(entry).toMatchObject({
+      model: 'telemetry_ingest',
+      unit: 'bytes',
+      quantity: 1_000,
+      creditsUnits: 0,
+    })
+    expect(limiter.balance?.resourceUse.get('telemetry_ingest')).toBe(allowance)
+    expect(limiter.balance?.tokensUsed).toBe(0)
+    const decision = refusal(limiter.acquire(free, ingest('b', 10), NOW + 2))
+    expect(decision).toMatchObject({
+      reason: 'tier_allowance_exhausted',
+      requested_feature: 'telemetry_ingest',
+      required_plan: 'pro',
+      binding_limit: { kind: 'storage', unit: 'bytes', used: allowance, limit: allowance, remaining: 0 },
+    })
+  })
+
+  it('after a restart the ingestion windows are rebuilt from the ledger, not the model windows', () => {
+    const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
+    limiter.restore({
+      createdAt: NOW - 1_000,
+      promptTokens: 0,
+      completionTokens: 0,
+      model: 'telemetry_ingest',
+      quantity: 16 * MiB,
+    })
+    expect(limiter.requests.total(NOW)).toBe(0)
+    expect(refusal(limiter.acquire(free, ingest('a', 1), NOW)).binding_limit).toMatchObject({ unit: 'bytes' })
+    expect(
+      limiter.acquire(free, { reservationId: 'c', model: 'svc-cell', estimatedTokens: 1 }, NOW).kind,
+    ).toBe('granted')
   })
 })

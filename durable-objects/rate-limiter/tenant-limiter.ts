@@ -11,6 +11,10 @@
  *   4. live only: the monthly token allowance, then usage credits and the overage cap
  *      → token_allowance_exhausted | overage_cap_reached | insufficient_credits
  *   In-flight reservations count as used in 3 and 4, so parallel requests cannot overshoot.
+ *   OTLP ingestion (`telemetry_ingest`) is not counted in 1 and 2: it has its own windows, the
+ *   plan's ingestRequestsPerMinute and ingestBytesPerMinute (exporters send on their own timers
+ *   and must not use up the model requests' budget), then its monthly byte allowance like any
+ *   paid tool.
  * settle(plan, usage, now) replaces the reservation with the tokens actually used, charges
  * credits for the part beyond the allowance (when usage credits are on) and returns the ledger
  * entry to store. Test mode never touches the allowance or credits (rate limits still apply).
@@ -89,7 +93,12 @@ interface Reservation {
   readonly amount: number
   readonly costUnits: number
   readonly tokenEvent: WindowEvent
+  /** OTLP ingestion: the bytes counted in the ingestion bytes window (replaced by what was used). */
+  readonly bytesEvent?: WindowEvent
 }
+
+/** The paid tool that has its own per-minute windows. */
+const INGESTION: MeteredResource = 'telemetry_ingest'
 
 /** A slice of the headroom, admitted from by one isolate (see the file comment). */
 interface Lease {
@@ -158,6 +167,9 @@ export function balanceFromStored(stored: StoredBalance): LimiterBalance {
 export class TenantLimiter {
   readonly requests = new SlidingWindow(RATE_WINDOW_MS)
   readonly tokens = new SlidingWindow(RATE_WINDOW_MS)
+  /** OTLP exports and their bytes (after decompression) in the last minute. */
+  readonly ingestRequests = new SlidingWindow(RATE_WINDOW_MS)
+  readonly ingestBytes = new SlidingWindow(RATE_WINDOW_MS)
   private readonly reservations = new Map<string, Reservation>()
   private reservedTokens = 0
   private reservedCostUnits = 0
@@ -192,7 +204,14 @@ export class TenantLimiter {
   }
 
   /** Re-creates window events from stored ledger rows (after the object restarted). */
-  restore(entry: Pick<LedgerEntry, 'createdAt' | 'promptTokens' | 'completionTokens'>): void {
+  restore(
+    entry: Pick<LedgerEntry, 'createdAt' | 'promptTokens' | 'completionTokens' | 'model' | 'quantity'>,
+  ): void {
+    if (entry.model === INGESTION) {
+      this.ingestRequests.add(entry.createdAt, 1)
+      this.ingestBytes.add(entry.createdAt, entry.quantity)
+      return
+    }
     this.requests.add(entry.createdAt, 1)
     this.tokens.add(entry.createdAt, entry.promptTokens + entry.completionTokens)
   }
@@ -219,7 +238,12 @@ export class TenantLimiter {
       snapshot: this.snapshot(plan, now),
     })
 
-    const requestCount = this.requests.total(now)
+    const ingestion = request.model === INGESTION
+    if (ingestion) {
+      const refusal = this.checkIngestionRate(plan, request.estimatedQuantity ?? 0, now)
+      if (refusal) return refuse(refusal)
+    }
+    const requestCount = ingestion ? 0 : this.requests.total(now)
     if (requestCount + 1 > plan.requestsPerMinute) {
       return refuse(
         rateLimitedDecision(
@@ -234,7 +258,7 @@ export class TenantLimiter {
         ),
       )
     }
-    const windowTokens = this.tokens.total(now)
+    const windowTokens = ingestion ? 0 : this.tokens.total(now)
     if (windowTokens + request.estimatedTokens > plan.tokensPerMinute) {
       const fitsEver = request.estimatedTokens <= plan.tokensPerMinute
       return refuse(
@@ -301,7 +325,13 @@ export class TenantLimiter {
       }
     }
 
-    this.requests.add(now, 1)
+    let bytesEvent: WindowEvent | undefined
+    if (ingestion) {
+      this.ingestRequests.add(now, 1)
+      bytesEvent = this.ingestBytes.add(now, amount)
+    } else {
+      this.requests.add(now, 1)
+    }
     const tokenEvent = this.tokens.add(now, request.estimatedTokens)
     this.reservations.set(request.reservationId, {
       reservationId: request.reservationId,
@@ -311,11 +341,46 @@ export class TenantLimiter {
       amount,
       costUnits,
       tokenEvent,
+      ...(bytesEvent ? { bytesEvent } : {}),
     })
     this.reservedTokens += request.estimatedTokens
     this.reservedCostUnits += costUnits
     this.reserveForModel(request.model, amount)
     return { kind: 'granted', snapshot: this.snapshot(plan, now) }
+  }
+
+  /** The ingestion windows: one more export of `bytes` within the plan's per-minute limits? */
+  private checkIngestionRate(plan: BillingPlan, bytes: number, now: number): UpgradeDecision | null {
+    const exports = this.ingestRequests.total(now)
+    if (exports + 1 > plan.ingestRequestsPerMinute) {
+      return rateLimitedDecision(
+        plan,
+        {
+          unit: 'requests',
+          used: exports + 1,
+          retryAfterSeconds: this.ingestRequests.msUntilFits(now, 1, plan.ingestRequestsPerMinute) / 1000,
+          perMinuteOf: (p) => p.ingestRequestsPerMinute,
+        },
+        { catalog: this.catalog },
+      )
+    }
+    const windowBytes = this.ingestBytes.total(now)
+    if (windowBytes + bytes > plan.ingestBytesPerMinute) {
+      const fitsEver = bytes <= plan.ingestBytesPerMinute
+      return rateLimitedDecision(
+        plan,
+        {
+          unit: 'bytes',
+          used: windowBytes + bytes,
+          retryAfterSeconds: fitsEver
+            ? this.ingestBytes.msUntilFits(now, bytes, plan.ingestBytesPerMinute) / 1000
+            : RATE_WINDOW_MS / 1000,
+          perMinuteOf: (p) => p.ingestBytesPerMinute,
+        },
+        { catalog: this.catalog },
+      )
+    }
+    return null
   }
 
   /**
@@ -397,6 +462,10 @@ export class TenantLimiter {
       if (lease.returned && lease.reservedTokens <= 0) this.leases.delete(lease.leaseId)
     } else if (reservation) {
       this.tokens.adjust(reservation.tokenEvent, total)
+      // An export that was not forwarded (usage null) gives its bytes back to the minute.
+      if (reservation.bytesEvent) this.ingestBytes.adjust(reservation.bytesEvent, quantity)
+    } else if (usage && request.model === INGESTION) {
+      this.ingestBytes.add(now, quantity)
     } else if (usage) {
       this.tokens.add(now, total)
     }

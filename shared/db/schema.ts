@@ -407,8 +407,11 @@ export const usageLedger = pgTable(
     completionTokens: integer('completion_tokens').notNull(),
     cachedTokens: integer('cached_tokens').notNull().default(0),
     reasoningTokens: integer('reasoning_tokens').notNull().default(0),
-    /** `tokens` for a model; a paid tool's own unit (`requests` for web search, `seconds` of audio). */
-    unit: text('unit', { enum: ['tokens', 'requests', 'seconds'] })
+    /**
+     * `tokens` for a model; a paid tool's own unit (`requests` for web search, `seconds` of audio,
+     * `bytes` of OTLP ingestion). A plain text column: a new unit needs no migration.
+     */
+    unit: text('unit', { enum: ['tokens', 'requests', 'seconds', 'bytes'] })
       .notNull()
       .default('tokens'),
     /** What was used in `unit` (for a model: prompt + completion tokens). */

@@ -31,7 +31,7 @@ const ReservationId = z.string().min(1).max(64)
 export const MeteredResourceSchema = z.enum([...MODEL_ALIASES, ...METERED_TOOLS])
 export type MeteredResource = z.infer<typeof MeteredResourceSchema>
 
-export const USAGE_UNITS = ['tokens', 'requests', 'seconds'] as const
+export const USAGE_UNITS = ['tokens', 'requests', 'seconds', 'bytes'] as const
 export type UsageUnit = (typeof USAGE_UNITS)[number]
 
 export function isMeteredTool(resource: MeteredResource): resource is MeteredTool {

@@ -238,7 +238,15 @@ export function checkToolAllowance(
       requiredPlan: biggerAllowance,
       requestedFeature: tool,
       usageCreditsEnabled: state.usageCreditsEnabled,
-      bindingLimit: { kind: unit, unit, used: state.used, limit, remaining: 0, resets_at: state.resetsAt },
+      // The spec's limit kinds have no "bytes": a byte allowance (telemetry ingestion) is `storage`.
+      bindingLimit: {
+        kind: unit === 'bytes' ? 'storage' : unit,
+        unit,
+        used: state.used,
+        limit,
+        remaining: 0,
+        resets_at: state.resetsAt,
+      },
     })
   }
   return creditDecision(plan, state, biggerAllowance, o)
@@ -312,24 +320,28 @@ export function checkDocumentAllowance(
 export function rateLimitedDecision(
   plan: BillingPlan,
   limit: {
-    readonly unit: 'requests' | 'tokens'
+    readonly unit: 'requests' | 'tokens' | 'bytes'
     readonly used: number
     readonly retryAfterSeconds: number
     readonly resetsAt?: string | null
+    /**
+     * The per-minute limit that was reached, read from a plan (default: the model requests' or
+     * tokens' limit by unit). OTLP ingestion passes its own (`ingestRequestsPerMinute`, ...).
+     */
+    readonly perMinuteOf?: (plan: BillingPlan) => number
   },
   o: CheckOptions,
 ): UpgradeDecision {
-  const perMinute = limit.unit === 'requests' ? plan.requestsPerMinute : plan.tokensPerMinute
+  const perMinuteOf =
+    limit.perMinuteOf ??
+    ((p: BillingPlan) => (limit.unit === 'requests' ? p.requestsPerMinute : p.tokensPerMinute))
+  const perMinute = perMinuteOf(plan)
   const { catalog } = opts(o)
   return buildUpgradeDecision({
     ...opts(o),
     reason: 'rate_limited',
     plan,
-    requiredPlan: cheapestUpgrade(
-      plan,
-      (p) => (limit.unit === 'requests' ? p.requestsPerMinute : p.tokensPerMinute) >= limit.used,
-      catalog,
-    ),
+    requiredPlan: cheapestUpgrade(plan, (p) => perMinuteOf(p) >= limit.used, catalog),
     bindingLimit: {
       kind: 'rate',
       unit: limit.unit,

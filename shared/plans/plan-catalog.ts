@@ -23,6 +23,7 @@ export const PLAN_FEATURES = [
   'agent_runs',
   'transcription',
   'mcp',
+  'telemetry_ingest',
 ] as const
 export type PlanFeature = (typeof PLAN_FEATURES)[number]
 
@@ -30,14 +31,18 @@ export type PlanFeature = (typeof PLAN_FEATURES)[number]
  * Paid tools metered like models, each in its own unit: a web search is one request to a search
  * provider; a transcription is billed by the seconds of audio it transcribed; `real_qpu` is one
  * reasoning job's run on real quantum hardware (one provider job, its shots included): the plan's
- * monthly quantum allowance (docs/quantum-selector.md). Its name is the plan feature that gates it.
+ * monthly quantum allowance (docs/quantum-selector.md); `telemetry_ingest` is OTLP ingestion,
+ * counted in bytes after decompression (docs/telemetry.md), with its own per-minute limits
+ * (`ingestRequestsPerMinute`, `ingestBytesPerMinute`) apart from the model requests'. Its name is
+ * the plan feature that gates it.
  */
-export const METERED_TOOLS = ['web_search', 'transcription', 'real_qpu'] as const
+export const METERED_TOOLS = ['web_search', 'transcription', 'real_qpu', 'telemetry_ingest'] as const
 export type MeteredTool = (typeof METERED_TOOLS)[number]
-export const METERED_TOOL_UNITS: Readonly<Record<MeteredTool, 'requests' | 'seconds'>> = {
+export const METERED_TOOL_UNITS: Readonly<Record<MeteredTool, 'requests' | 'seconds' | 'bytes'>> = {
   web_search: 'requests',
   transcription: 'seconds',
   real_qpu: 'requests',
+  telemetry_ingest: 'bytes',
 }
 
 /** Subject domains gated by tier ("domain_tier_required"). */
@@ -78,6 +83,19 @@ export const BillingPlanSchema = z
      * Optional in a PLAN_CATALOG override (default 10).
      */
     reasoningQueueLimit: z.int().positive().default(10),
+    /**
+     * OTLP exports per minute (sliding window), apart from `requestsPerMinute`: exporters batch on
+     * their own timers and must not use up the model requests' budget. Optional in an override.
+     */
+    ingestRequestsPerMinute: z.int().positive().default(120),
+    /**
+     * OTLP bytes per minute, counted after decompression; at least one export at the 8 MiB limit
+     * must fit. Optional in an override.
+     */
+    ingestBytesPerMinute: z
+      .int()
+      .min(8 * 1024 * 1024)
+      .default(16 * 1024 * 1024),
   })
   .strict()
 export type BillingPlan = z.infer<typeof BillingPlanSchema>
@@ -119,9 +137,15 @@ export const PlanCatalogSchema = z
 export type PlanCatalog = z.infer<typeof PlanCatalogSchema>
 
 export const PLAN_CATALOG_CONFIG = {
-  version: '2026-11-01',
+  version: '2026-11-24',
   consoleUrl: 'https://console.svc.example',
-  toolPrices: { web_search: '0.005', transcription: '0.0001', real_qpu: '3.30' },
+  // telemetry_ingest: USD 0.50 per GB (10^9 bytes) after decompression.
+  toolPrices: {
+    web_search: '0.005',
+    transcription: '0.0001',
+    real_qpu: '3.30',
+    telemetry_ingest: '0.0000000005',
+  },
   plans: [
     {
       id: 'free',
@@ -130,8 +154,8 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 0,
       models: ['svc-cell', 'svc-brood'],
       modelAllowances: {},
-      toolAllowances: {},
-      features: ['agent_runs', 'mcp'],
+      toolAllowances: { telemetry_ingest: 1_000_000_000 },
+      features: ['agent_runs', 'mcp', 'telemetry_ingest'],
       domains: ['general'],
       monthlyTokenAllowance: 200_000,
       includedCreditsCents: 0,
@@ -142,6 +166,8 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 40_000,
       documentAllowance: 0,
       reasoningQueueLimit: 2,
+      ingestRequestsPerMinute: 120,
+      ingestBytesPerMinute: 16 * 1024 * 1024,
     },
     {
       id: 'pro',
@@ -150,8 +176,16 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 2_000,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz'],
       modelAllowances: { 'svc-buzz': 1_000_000 },
-      toolAllowances: { web_search: 1_000, transcription: 3_600 },
-      features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
+      toolAllowances: { web_search: 1_000, transcription: 3_600, telemetry_ingest: 50_000_000_000 },
+      features: [
+        'thinking',
+        'retrieval',
+        'web_search',
+        'agent_runs',
+        'transcription',
+        'mcp',
+        'telemetry_ingest',
+      ],
       domains: ['general', 'code'],
       monthlyTokenAllowance: 5_000_000,
       includedCreditsCents: 500,
@@ -162,6 +196,8 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 400_000,
       documentAllowance: 100,
       reasoningQueueLimit: 5,
+      ingestRequestsPerMinute: 600,
+      ingestBytesPerMinute: 64 * 1024 * 1024,
     },
     {
       id: 'team',
@@ -170,8 +206,16 @@ export const PLAN_CATALOG_CONFIG = {
       monthlyPriceCents: 6_000,
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive'],
       modelAllowances: { 'svc-hive': 2_000_000 },
-      toolAllowances: { web_search: 5_000, transcription: 18_000 },
-      features: ['thinking', 'retrieval', 'web_search', 'agent_runs', 'transcription', 'mcp'],
+      toolAllowances: { web_search: 5_000, transcription: 18_000, telemetry_ingest: 250_000_000_000 },
+      features: [
+        'thinking',
+        'retrieval',
+        'web_search',
+        'agent_runs',
+        'transcription',
+        'mcp',
+        'telemetry_ingest',
+      ],
       domains: ['general', 'code', 'research'],
       monthlyTokenAllowance: 25_000_000,
       includedCreditsCents: 2_000,
@@ -182,6 +226,8 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 2_000_000,
       documentAllowance: 1_000,
       reasoningQueueLimit: 20,
+      ingestRequestsPerMinute: 3000,
+      ingestBytesPerMinute: 256 * 1024 * 1024,
     },
     {
       id: 'enterprise',
@@ -191,7 +237,16 @@ export const PLAN_CATALOG_CONFIG = {
       models: ['svc-cell', 'svc-brood', 'svc-comb', 'svc-buzz', 'svc-hive', 'svc-swarm'],
       modelAllowances: {},
       toolAllowances: { real_qpu: 100 },
-      features: ['thinking', 'retrieval', 'web_search', 'real_qpu', 'agent_runs', 'transcription', 'mcp'],
+      features: [
+        'thinking',
+        'retrieval',
+        'web_search',
+        'real_qpu',
+        'agent_runs',
+        'transcription',
+        'mcp',
+        'telemetry_ingest',
+      ],
       domains: ['general', 'code', 'research', 'security', 'quantum'],
       monthlyTokenAllowance: null,
       includedCreditsCents: 0,
@@ -202,6 +257,8 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 10_000_000,
       documentAllowance: 100_000,
       reasoningQueueLimit: 200,
+      ingestRequestsPerMinute: 12000,
+      ingestBytesPerMinute: 1024 * 1024 * 1024,
     },
   ],
 } as const satisfies z.input<typeof PlanCatalogSchema>

@@ -58,6 +58,11 @@ export interface FamilyAppOptions {
    * telemetry family), so the JSON body is not read ahead for them.
    */
   rawBodyPrefixes?: readonly string[]
+  /**
+   * The family's error body when it is not the JSON one for every route: the telemetry family
+   * answers its OTLP routes in the request's OTLP encoding. Still the one onError of the worker.
+   */
+  renderError?: (c: Context, error: AppError, requestId: string) => Response
 }
 
 export function createFamilyApp<Bindings extends object>(options: FamilyAppOptions = {}) {
@@ -106,7 +111,7 @@ export function createFamilyApp<Bindings extends object>(options: FamilyAppOptio
         ? new AppError(err.status, 'invalid_request', err.message || 'The request could not be processed.')
         : toAppError(err)
     logError(requestId, appError)
-    return appError.toResponse(requestId)
+    return options.renderError ? options.renderError(c, appError, requestId) : appError.toResponse(requestId)
   })
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {

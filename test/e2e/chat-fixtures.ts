@@ -9,6 +9,7 @@ import WebSocket from 'ws'
 import { ensureWorkspace } from '../../scripts/db/seed.ts'
 import { generateApiKey } from '../../shared/auth/api-keys.ts'
 import { type Drizzle, openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
+import { METERED_TOOL_UNITS, type MeteredTool } from '../../shared/plans/plan-catalog.ts'
 import { upstreamControl } from './fakes/openai-upstream.fake.ts'
 
 export const stack = inject('stack')
@@ -46,7 +47,7 @@ export interface BalancePreset {
   /** Live tokens already used this month per model (ledger rows dated now). */
   modelTokens?: Record<string, number>
   /** Live use of paid tools this month, in their units (ledger rows dated now). */
-  toolUse?: Partial<Record<'web_search' | 'transcription', number>>
+  toolUse?: Partial<Record<MeteredTool, number>>
 }
 
 /** A fresh tenant on `planId` with a live and a test key, and optionally this month's balance. */
@@ -85,7 +86,7 @@ export async function createWorkspace(planId: string, preset?: BalancePreset): P
           insert into usage_ledger (tenant_id, request_id, principal, mode, endpoint, model, provider,
             prompt_tokens, completion_tokens, credits_cents, unit, quantity)
           values (${tenantId}::uuid, ${`seed-${crypto.randomUUID()}`}, 'seed', 'live', 'code.search',
-            ${tool}, 'seed', 0, 0, 0, ${tool === 'transcription' ? 'seconds' : 'requests'}, ${quantity})`)
+            ${tool}, 'seed', 0, 0, 0, ${METERED_TOOL_UNITS[tool as MeteredTool]}, ${quantity})`)
       }
     }
     return { tenantId, liveKey, testKey }

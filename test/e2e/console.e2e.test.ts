@@ -1,29 +1,83 @@
 /**
  * The workspace console in a real browser (Debian's Chromium, headless) against the stack started
  * with `npm start`: sign-in and the session cookie's flags, no token in script-readable storage,
- * the Content-Security-Policy, CSRF on every change, API keys made and revoked in the console and
- * used with plain fetches, usage charts after chat calls, another tenant's data never shown,
- * sign-out. Screenshots of every page (wide and narrow) land in test-artifacts/console/<kind>/.
+ * session expiry, the Content-Security-Policy, CSRF on every change, API keys made, rotated and
+ * revoked in the console and used with plain fetches, usage charts after chat calls, observability
+ * tokens used by the OpenTelemetry exporter, another tenant's data never shown, what a member sees,
+ * sign-out. The test runs in workspaces of its own (made through the stack's database like the
+ * global setup's), so other test files sharing the stack neither see nor disturb it. Screenshots
+ * of every page (wide and narrow) land in test-artifacts/console/<kind>/.
  */
-import { readFileSync } from 'node:fs'
 import path from 'node:path'
+import { ExportResultCode } from '@opentelemetry/core'
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { sql } from 'drizzle-orm'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { NAV } from '../../functions/gateway/src/console/navigation.ts'
+import { ensureWorkspace } from '../../scripts/db/seed.ts'
+import { generateApiKey } from '../../shared/auth/api-keys.ts'
+import { generatePassword, setUserPassword } from '../../shared/auth/user-passwords.ts'
 import { type Browser, launchBrowser } from '../support/browser.ts'
+import { withDatabase } from './chat-fixtures.ts'
 
 const stack = inject('stack')
 const url = (p: string) => `${stack.baseUrl}${p}`
-const owner = JSON.parse(readFileSync(path.join(stack.dataDir, 'dev-credentials.json'), 'utf8')) as {
-  ownerEmail: string
-  ownerPassword: string
+
+interface ConsoleWorkspace {
+  tenantId: string
+  ownerUserId: string
+  email: string
+  password: string
+  testKey: string
+  liveKey: string
 }
 
+/** A workspace of this test's own: an owner with a password, a test and a live key. */
+async function consoleWorkspace(planId: string, label: string): Promise<ConsoleWorkspace> {
+  const suffix = crypto.randomUUID().slice(0, 8)
+  const email = `console-${label}-${suffix}@example.test`
+  const password = generatePassword()
+  const testKey = generateApiKey('test')
+  const liveKey = generateApiKey('live')
+  return withDatabase(async (db) => {
+    const { tenantId, ownerUserId } = await ensureWorkspace(db, {
+      tenantName: `Console ${label} ${suffix}`,
+      planId,
+      ownerEmail: email,
+      keys: [
+        { name: 'console test key', key: testKey },
+        { name: 'console live key', key: liveKey },
+      ],
+    })
+    await setUserPassword(db, email, password)
+    return { tenantId, ownerUserId, email, password, testKey, liveKey }
+  })
+}
+
+/** A person with the member role in `tenantId`, with a password. */
+async function addMember(tenantId: string): Promise<{ email: string; password: string }> {
+  const email = `console-member-${crypto.randomUUID().slice(0, 8)}@example.test`
+  const password = generatePassword()
+  await withDatabase(async (db) => {
+    await db.execute(sql`
+      with person as (insert into users (email, display_name) values (${email}, 'Member') returning id)
+      insert into members (tenant_id, user_id, role) select ${tenantId}::uuid, id, 'member' from person`)
+    await setUserPassword(db, email, password)
+  })
+  return { email, password }
+}
+
+let ws: ConsoleWorkspace
+/** Another workspace (on Pro), whose data the console must never show. */
+let other: ConsoleWorkspace
 let browser: Browser
 let page: Page
 
-async function signIn(p: Page, password = owner.ownerPassword) {
+async function signIn(p: Page, password = ws.password, email = ws.email) {
   await p.goto(url('/console/sign-in'))
-  await p.getByLabel('Email').fill(owner.ownerEmail)
+  await p.getByLabel('Email').fill(email)
   await p.getByLabel('Password').fill(password)
   await p.getByRole('button', { name: 'Sign in' }).click()
 }
@@ -54,14 +108,40 @@ async function forgedPost(
 
 const memories = (key: string) => fetch(url('/svc/memories'), { headers: { authorization: `Bearer ${key}` } })
 
+/** Screenshots wide and 390 px narrow; on the narrow screen nothing may widen the page itself. */
 async function shots(name: string) {
   await browser.shot(page, `${name}-wide`)
   await page.setViewportSize({ width: 390, height: 844 })
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)
   await browser.shot(page, `${name}-narrow`)
   await page.setViewportSize({ width: 1280, height: 900 })
+  expect(overflow, `${name}: the page is wider than a 390 px screen`).toBeLessThanOrEqual(0)
+}
+
+/** One span exported by the OpenTelemetry SDK's OTLP/HTTP exporter with `token`. */
+async function exportSpan(token: string, requestId: string) {
+  const memory = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] })
+  provider.getTracer('console-e2e').startSpan('console token check').end()
+  await provider.forceFlush()
+  const exporter = new OTLPTraceExporter({
+    url: url('/otlp/v1/traces'),
+    headers: { authorization: `Bearer ${token}`, 'x-request-id': requestId },
+    timeoutMillis: 10_000,
+  })
+  try {
+    return await new Promise<{ code: ExportResultCode; error?: Error }>((resolve) =>
+      exporter.export(memory.getFinishedSpans(), resolve),
+    )
+  } finally {
+    await exporter.shutdown()
+    await provider.shutdown()
+  }
 }
 
 beforeAll(async () => {
+  ws = await consoleWorkspace('team', 'owner')
+  other = await consoleWorkspace('pro', 'other')
   browser = await launchBrowser(path.join('console', stack.kind))
   page = await browser.context.newPage()
 }, 60_000)
@@ -122,6 +202,11 @@ describe('console: API keys', () => {
     await page.getByRole('button', { name: 'Create key' }).click()
     const secret = (await page.locator('#new-secret').textContent())?.trim() ?? ''
     expect(secret).toMatch(/^svc_sk_test_[0-9A-Za-z]{43}$/)
+    // The copy button puts exactly the secret on the clipboard.
+    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.baseUrl })
+    await page.getByRole('button', { name: 'Copy' }).click()
+    await expect.poll(() => page.locator('#copy-status').textContent()).toBe('Copied to the clipboard.')
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret)
     await shots('api-keys-created')
     expect((await memories(secret)).status).toBe(200)
 
@@ -140,6 +225,23 @@ describe('console: API keys', () => {
     const refused = await memories(secret)
     expect(refused.status).toBe(401)
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('revoked_api_key')
+  })
+
+  it('rotates a key: the new secret works, the old one is refused when no grace period is chosen', async () => {
+    await page.goto(url('/console/api-keys'))
+    await page.getByLabel('Name').fill('rotated key')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const first = (await page.locator('#new-secret').textContent())?.trim() ?? ''
+    expect((await memories(first)).status).toBe(200)
+    await page.goto(url('/console/api-keys'))
+    const row = page.locator('tr', { hasText: 'rotated key' })
+    await row.getByLabel('Grace period for rotated key').selectOption('0')
+    await row.getByRole('button', { name: 'Rotate rotated key' }).click()
+    const second = (await page.locator('#new-secret').textContent())?.trim() ?? ''
+    expect(second).toMatch(/^svc_sk_test_[0-9A-Za-z]{43}$/)
+    expect(second).not.toBe(first)
+    expect((await memories(second)).status).toBe(200)
+    expect((await memories(first)).status).toBe(401)
   })
 
   it('shows the server validation message at the field', async () => {
@@ -175,22 +277,22 @@ describe('console: API keys', () => {
   it("never shows another workspace's keys, nor lets it touch them", async () => {
     const made = await fetch(url('/platform/v1/api-keys'), {
       method: 'POST',
-      headers: { authorization: `Bearer ${stack.tenantB.liveKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${other.liveKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'tenant B secret project', mode: 'test' }),
     })
     expect(made.status).toBe(201)
-    const other = (await made.json()) as { id: string; key: string }
+    const theirs = (await made.json()) as { id: string; key: string }
     await page.goto(url('/console/api-keys'))
     expect(await page.content()).not.toContain('tenant B secret project')
 
     const csrf = await page.locator('input[name=_csrf]').first().inputValue()
     const res = await forgedPost(
-      `/console/api-keys/${other.id}/revoke`,
+      `/console/api-keys/${theirs.id}/revoke`,
       { _csrf: csrf },
       { origin: stack.baseUrl },
     )
     expect(res.status).toBe(404)
-    expect((await memories(other.key)).status).toBe(200)
+    expect((await memories(theirs.key)).status).toBe(200)
   })
 })
 
@@ -200,7 +302,7 @@ describe('console: usage', () => {
     for (let i = 0; i < 3; i++) {
       const res = await fetch(url('/svc/chat/completions'), {
         method: 'POST',
-        headers: { authorization: `Bearer ${stack.tenantA.testKey}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${ws.testKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'svc-cell', messages: [{ role: 'user', content: `usage ${i}` }] }),
       })
       expect(res.status).toBe(200)
@@ -221,7 +323,26 @@ describe('console: usage', () => {
     expect(
       await page.locator('svg[data-chart=usage-tokens] rect[data-series=svc-cell]').count(),
     ).toBeGreaterThan(0)
+    // Per model: one bar for svc-cell, its total the tokens of the three calls.
+    const byModel = page.locator('[data-chart=usage-tokens-by-model]')
+    expect(await byModel.locator('rect[data-series=svc-cell]').count()).toBe(1)
+    expect(await byModel.getAttribute('aria-label')).toMatch(/^Tokens: svc-cell \d+ tokens\.$/)
     await shots('usage')
+
+    // Filtered by the key that made the calls they stay; by another key they are gone.
+    const keySelect = page.getByLabel('API key')
+    const ours =
+      (await keySelect.locator('option', { hasText: 'console test key' }).getAttribute('value')) ?? ''
+    await keySelect.selectOption(ours)
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.waitForURL(new RegExp(`key_id=${ours}`))
+    expect(await page.locator('table').last().textContent()).toContain(ids[0])
+    const another =
+      (await keySelect.locator('option', { hasText: 'rotated key' }).first().getAttribute('value')) ?? ''
+    await keySelect.selectOption(another)
+    await page.getByRole('button', { name: 'Apply' }).click()
+    await page.waitForURL(new RegExp(`key_id=${another}`))
+    expect(await page.locator('table').last().textContent()).toContain('No metered requests yet.')
   })
 })
 
@@ -229,7 +350,7 @@ describe('console: crypto policy and the audit log', () => {
   const setPolicy = (body: unknown) =>
     fetch(url('/platform/v1/crypto/policy'), {
       method: 'PUT',
-      headers: { authorization: `Bearer ${stack.tenantA.liveKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${ws.liveKey}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     })
 
@@ -251,7 +372,7 @@ describe('console: crypto policy and the audit log', () => {
 
       // A client declaring a classical algorithm is now refused, and the refusal is logged first.
       const refused = await fetch(url('/svc/memories'), {
-        headers: { authorization: `Bearer ${stack.tenantA.testKey}`, 'x-svc-crypto-algorithms': 'rsa-2048' },
+        headers: { authorization: `Bearer ${ws.testKey}`, 'x-svc-crypto-algorithms': 'rsa-2048' },
       })
       expect(refused.status).toBe(403)
       const requestId = refused.headers.get('x-request-id') ?? ''
@@ -271,7 +392,7 @@ describe('console: crypto policy and the audit log', () => {
       await fields.getByRole('button', { name: 'Save fields' }).click()
       await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('rsa-2048')
       await expect
-        .poll(() => page.locator('#e-allowedSignatureAlgorithms').textContent())
+        .poll(() => page.locator('#f-allowedSignatureAlgorithms-error').textContent())
         .toContain('allowedSignatureAlgorithms')
 
       // The check tool.
@@ -280,7 +401,7 @@ describe('console: crypto policy and the audit log', () => {
         .poll(() => page.locator('[data-check-result]').getAttribute('data-check-result'))
         .toBe('blocked')
     } finally {
-      // Other test files share this stack: leave tenant A as it was (the Default preset, audit).
+      // Back to the Default preset in audit mode, so the pages after this one stay reachable.
       expect((await setPolicy({ preset: 'default', mode: 'audit' })).status).toBe(200)
     }
   })
@@ -302,10 +423,10 @@ describe('console: crypto policy and the audit log', () => {
 
 describe('console: plans, service accounts, agent runs', () => {
   it("the upgrade actions of a 403 action-required body open this console's pages", async () => {
-    // Tenant B is on Pro; svc-hive needs Team.
+    // The other workspace is on Pro; svc-hive needs Team.
     const refused = await fetch(url('/svc/chat/completions'), {
       method: 'POST',
-      headers: { authorization: `Bearer ${stack.tenantB.testKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${other.testKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'svc-hive', messages: [{ role: 'user', content: 'hi' }] }),
     })
     expect(refused.status).toBe(403)
@@ -391,7 +512,7 @@ describe('console: documents, reasoning, telemetry', () => {
     const created = await fetch(url('/svc/quantum-reasoning/jobs'), {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${stack.tenantA.testKey}`,
+        authorization: `Bearer ${ws.testKey}`,
         'content-type': 'application/json',
         'idempotency-key': `console-e2e-${crypto.randomUUID()}`,
       },
@@ -418,26 +539,54 @@ describe('console: documents, reasoning, telemetry', () => {
     await expect.poll(() => page.locator('table').first().textContent()).toContain(job.id)
   })
 
-  it('shows reasoning jobs and QPU connections, and telemetry, each from its API', async () => {
+  it('shows reasoning jobs and QPU connections from their API', async () => {
     const reasoning = await page.goto(url('/console/reasoning'))
     expect(reasoning?.status()).toBe(200)
     await expect.poll(() => page.getByRole('heading', { name: 'QPU provider connections' }).count()).toBe(1)
     await shots('reasoning')
-    const telemetry = await page.goto(url('/console/telemetry'))
-    expect(telemetry?.status()).toBe(200)
+  })
+
+  it('makes an observability token the OpenTelemetry exporter sends with, lists the export, and revokes it', async () => {
+    await page.goto(url('/console/telemetry'))
     await expect.poll(() => page.locator('main').textContent()).toContain('Collector')
+    await page.getByLabel(/^Token name/).fill('console collector')
+    await page.getByRole('button', { name: 'Create token' }).click()
+    const token = (await page.locator('#new-secret').textContent())?.trim() ?? ''
+    expect(token).toMatch(/^svc_ot_/)
+
+    const requestId = `console-otlp-${crypto.randomUUID().slice(0, 8)}`
+    const sent = await exportSpan(token, requestId)
+    expect(sent.code, String(sent.error)).toBe(ExportResultCode.SUCCESS)
+    await page.goto(url('/console/telemetry'))
+    await expect.poll(() => page.locator('main').textContent()).toContain(requestId)
+    // The export is listed as sent with this token.
+    expect(await page.locator('tr', { hasText: requestId }).textContent()).toContain(
+      'token “console collector”',
+    )
+    const row = page.locator('tr[data-token-id]', { hasText: 'console collector' })
+    expect(await row.textContent()).toContain(`…${token.slice(-4)}`)
+    // Its last use is recorded (after the answer, so it may take a moment).
+    await expect
+      .poll(async () => {
+        await page.goto(url('/console/telemetry'))
+        return row.locator('td').nth(4).textContent()
+      })
+      .toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/)
     await shots('telemetry')
+
+    page.once('dialog', (dialog) => dialog.accept())
+    await row.getByRole('button', { name: 'Revoke console collector' }).click()
+    await page.waitForURL(/revoked=/)
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('revoked')
+    const refused = await exportSpan(token, `${requestId}-after`)
+    expect(refused.code).toBe(ExportResultCode.FAILED)
+    expect(String(refused.error)).toMatch(/401|Unauthorized/)
   })
 })
 
 describe('console: accessibility', () => {
   it('every control has a label, the skip link leads to the content, and the keyboard reaches the forms', async () => {
-    for (const path of [
-      '/console/overview',
-      '/console/api-keys',
-      '/console/usage',
-      '/console/crypto-policy',
-    ]) {
+    for (const { href: path } of NAV) {
       await page.goto(url(path))
       const unlabelled = await page.evaluate(() =>
         Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))
@@ -453,14 +602,27 @@ describe('console: accessibility', () => {
           .map((el) => el.outerHTML.slice(0, 80)),
       )
       expect(unlabelled, path).toEqual([])
+      // Every id a label or description points at exists, and no id is used twice.
+      const broken = await page.evaluate(() => {
+        const ids = Array.from(document.querySelectorAll('[id]')).map((e) => e.id)
+        const twice = ids.filter((id, i) => ids.indexOf(id) !== i).map((id) => `duplicate #${id}`)
+        const refs = Array.from(
+          document.querySelectorAll('label[for], [aria-describedby], [aria-labelledby]'),
+        )
+          .flatMap((e) =>
+            (
+              e.getAttribute('for') ??
+              `${e.getAttribute('aria-describedby') ?? ''} ${e.getAttribute('aria-labelledby') ?? ''}`
+            ).split(/\s+/),
+          )
+          .filter((id) => id && !document.getElementById(id))
+          .map((id) => `missing #${id}`)
+        return [...twice, ...refs]
+      })
+      expect(broken, path).toEqual([])
     }
     // Text contrast (WCAG 2.2 AA): 4.5:1, or 3:1 for large text, against the nearest opaque background.
-    for (const path of [
-      '/console/overview',
-      '/console/api-keys',
-      '/console/crypto-policy',
-      '/console/usage',
-    ]) {
+    for (const { href: path } of NAV) {
       await page.goto(url(path))
       const low = await page.evaluate(() => {
         const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number)
@@ -509,6 +671,40 @@ describe('console: accessibility', () => {
   })
 })
 
+describe('console: session expiry', () => {
+  const age = (column: 'last_seen_at' | 'expires_at', interval: string) =>
+    withDatabase((db) =>
+      db.execute(sql`
+        update console_sessions set ${sql.raw(column)} = now() - ${interval}::interval
+        where user_id = ${ws.ownerUserId}::uuid and ended_at is null`),
+    )
+
+  it('ends a session left idle, and one past its lifetime, with a sign-in that says so', async () => {
+    await page.goto(url('/console/api-keys'))
+    expect(new URL(page.url()).pathname).toBe('/console/api-keys')
+
+    // Idle longer than CONSOLE_SESSION_IDLE_SECONDS (30 min by default).
+    await age('last_seen_at', '31 minutes')
+    await page.goto(url('/console/api-keys'))
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in')
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Your session ended')
+    expect(await sessionCookie()).toBeUndefined()
+    await shots('session-ended')
+    await page.getByLabel('Email').fill(ws.email)
+    await page.getByLabel('Password').fill(ws.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.waitForURL(/\/console\/api-keys$/)
+
+    // Past its absolute lifetime (CONSOLE_SESSION_TTL_SECONDS), however recently used.
+    await age('expires_at', '1 second')
+    const res = await page.goto(url('/console/overview'))
+    expect(new URL(page.url()).pathname).toBe('/console/sign-in')
+    expect(res?.status()).toBe(200)
+    await signIn(page)
+    await page.waitForURL(/\/console\/overview$/)
+  })
+})
+
 describe('console: signing out', () => {
   it('ends the session: the old cookie opens nothing', async () => {
     const before = await sessionCookie()
@@ -522,5 +718,35 @@ describe('console: signing out', () => {
     })
     expect(replay.status).toBe(303)
     expect(replay.headers.get('location')).toContain('/console/sign-in')
+  })
+})
+
+describe('console: a member', () => {
+  it('sees only their own keys, no administration, and is refused an admin change', async () => {
+    const member = await addMember(ws.tenantId)
+    await signIn(page, member.password, member.email)
+    await page.waitForURL(/\/console\/overview$/)
+    expect(await page.locator('header .workspace').textContent()).toContain('(member)')
+
+    await page.goto(url('/console/api-keys'))
+    const content = (await page.locator('main').textContent()) ?? ''
+    expect(content).toContain('Only workspace owners and admins create, rotate and revoke keys.')
+    expect(content).not.toContain('console test key')
+    expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0)
+    await shots('member-api-keys')
+
+    await page.goto(url('/console/telemetry'))
+    expect(await page.locator('main').textContent()).toContain('Only workspace owners and admins see')
+    // The form is not offered; a member posting it anyway is refused by the API, nothing made.
+    const csrf = await page.locator('input[name=_csrf]').first().inputValue()
+    const res = await forgedPost(
+      '/console/telemetry/tokens',
+      { _csrf: csrf, name: 'member token' },
+      {
+        origin: stack.baseUrl,
+      },
+    )
+    expect(res.status).toBe(403)
+    expect(await res.text()).toContain('Only workspace owners and admins may create observability tokens')
   })
 })

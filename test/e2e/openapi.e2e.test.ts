@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, inject, it } from 'vitest'
+import { OTLP_MEDIA_TYPES } from '../../shared/telemetry/otlp-content-types.ts'
 
 const stack = inject('stack')
 const url = (p: string) => `${stack.baseUrl}${p}`
@@ -68,6 +69,32 @@ describe(`OpenAPI document (${stack.kind})`, () => {
         ).toBe(true)
       }
     }
+  })
+
+  it('documents the telemetry routes: OTLP exports with every accepted encoding and their refusals, results, status, observability tokens', async () => {
+    const doc = (await (await fetch(url('/openapi.json'))).json()) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          { requestBody?: { content: Record<string, unknown> }; responses: Record<string, unknown> }
+        >
+      >
+    }
+    for (const signal of ['traces', 'metrics', 'logs']) {
+      const op = doc.paths[`/otlp/v1/${signal}`]?.post
+      expect(op, `POST /otlp/v1/${signal}`).toBeDefined()
+      expect(Object.keys(op!.requestBody!.content).sort()).toEqual(Object.keys(OTLP_MEDIA_TYPES).sort())
+      expect(Object.keys(op!.responses).sort()).toEqual(
+        ['200', '400', '401', '403', '413', '415', '429', '503'].sort(),
+      )
+    }
+    const operations = (p: string) => Object.keys(doc.paths[p] ?? {}).sort()
+    expect(operations('/platform/v1/telemetry/ingestions')).toEqual(['get'])
+    expect(operations('/platform/v1/telemetry/status')).toEqual(['get'])
+    expect(operations('/platform/v1/observability-tokens')).toEqual(['get', 'post'])
+    expect(operations('/platform/v1/observability-tokens/{tokenId}/rotate')).toEqual(['post'])
+    expect(operations('/platform/v1/observability-tokens/{tokenId}')).toEqual(['delete'])
   })
 
   it('renders the interactive reference from this origin only', async () => {

@@ -28,7 +28,9 @@ import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } f
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { beforeAll, describe, expect, inject, it } from 'vitest'
+import { getPlan, PLAN_CATALOG } from '../../shared/plans/plan-catalog.ts'
 import type { CollectorRule, RecordedExport } from '../fakes/otlp-collector.ts'
+import { createWorkspace, waitForLedger } from './chat-fixtures.ts'
 
 const stack = inject('stack')
 const collector = stack.fakes['otlp-collector'] as { controlUrl: string; url: string }
@@ -415,6 +417,23 @@ function decodeStatus(bytes: Uint8Array): { code: number; message: string } {
   return { code, message }
 }
 
+/** A protobuf OTLP refusal: its google.rpc.Status and the product's error code header. */
+async function refusalOf(
+  res: Response,
+): Promise<{ code: number; message: string; errorCode: string | null }> {
+  expect(res.headers.get('content-type')).toBe('application/x-protobuf')
+  const status = decodeStatus(new Uint8Array(await res.arrayBuffer()))
+  return { ...status, errorCode: res.headers.get('x-svc-error-code') }
+}
+
+/** A gRPC request body: one uncompressed length-prefixed message. */
+function grpcFrame(message: Uint8Array): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(5 + message.length)
+  new DataView(out.buffer).setUint32(1, message.length)
+  out.set(message, 5)
+  return out
+}
+
 describe(`OTLP bad input is refused and nothing is forwarded (${stack.kind})`, () => {
   it('415 for a content type the receiver does not take, naming the accepted ones', async () => {
     const requestTag = tag('type')
@@ -529,7 +548,13 @@ describe(`OTLP bad input is refused and nothing is forwarded (${stack.kind})`, (
       },
       false,
     )
+    // Refused by the gateway (declared length), in the request's encoding like every OTLP refusal.
     expect(declared.status).toBe(413)
+    expect(declared.headers['content-type']).toBe('application/x-protobuf')
+    expect(decodeStatus(Buffer.from(declared.body, 'latin1'))).toMatchObject({
+      code: 8,
+      message: expect.stringMatching(/accepts at most 8 MiB/),
+    })
     const streamedTag = tag('streamed')
     const streamed = await sendRaw('/otlp/v1/traces', Array(9).fill(chunk), {
       'content-type': 'application/x-protobuf',
@@ -552,7 +577,7 @@ function sendRaw(
   chunks: Buffer[],
   headers: Record<string, string>,
   end = true,
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolve, reject) => {
     const req = request(
       url(target),
@@ -561,7 +586,11 @@ function sendRaw(
         const parts: Buffer[] = []
         res.on('data', (d: Buffer) => parts.push(d))
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString('latin1') }),
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(parts).toString('latin1'),
+            headers: res.headers,
+          }),
         )
       },
     )
@@ -833,7 +862,7 @@ describe(`observability tokens (${stack.kind})`, () => {
       post('traces', new Uint8Array(0), { 'content-type': 'application/x-protobuf' }, value)
     const old = await send(token.token!)
     expect(old.status).toBe(401)
-    expect(((await old.json()) as { error: { code: string } }).error.code).toBe('invalid_observability_token')
+    expect(await refusalOf(old)).toMatchObject({ code: 16, errorCode: 'invalid_observability_token' })
     expect((await send(rotated.token!)).status).toBe(200)
 
     const revoked = await admin(stack.tenantA.liveKey, 'DELETE', `/${token.id}`)
@@ -841,9 +870,7 @@ describe(`observability tokens (${stack.kind})`, () => {
     expect(((await revoked.json()) as TokenView).revoked_at).not.toBeNull()
     const refused = await send(rotated.token!)
     expect(refused.status).toBe(401)
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
-      'revoked_observability_token',
-    )
+    expect(await refusalOf(refused)).toMatchObject({ code: 16, errorCode: 'revoked_observability_token' })
   })
 
   it('a general API key is refused on ingestion (403), and another tenant cannot see or change the tokens', async () => {
@@ -854,7 +881,7 @@ describe(`observability tokens (${stack.kind})`, () => {
       stack.tenantA.liveKey,
     )
     expect(byKey.status).toBe(403)
-    expect(((await byKey.json()) as { error: { code: string } }).error.code).toBe('api_key_not_accepted')
+    expect(await refusalOf(byKey)).toMatchObject({ code: 7, errorCode: 'api_key_not_accepted' })
 
     const mine = (await (
       await admin(stack.tenantA.liveKey, 'POST', '', { name: 'a only' })
@@ -875,4 +902,207 @@ describe(`observability tokens (${stack.kind})`, () => {
     ).toBe(200)
     expect((await admin(stack.tenantA.liveKey, 'POST', '', { name: '' })).status).toBe(400)
   })
+})
+
+describe(`gateway refusals on /otlp/* are in the request's OTLP encoding (${stack.kind})`, () => {
+  it('401 without a token: google.rpc.Status in protobuf and JSON, grpc-status in gRPC', async () => {
+    const send = (headers: Record<string, string>, body: BodyInit) =>
+      fetch(url('/otlp/v1/traces'), { method: 'POST', headers, body })
+    const proto = await send({ 'content-type': 'application/x-protobuf' }, new Uint8Array(0))
+    expect(proto.status).toBe(401)
+    expect(proto.headers.get('www-authenticate')).toMatch(/^Bearer/)
+    expect(await refusalOf(proto)).toMatchObject({ code: 16, errorCode: 'missing_credential' })
+
+    const json = await send({ 'content-type': 'application/json' }, '{}')
+    expect(json.status).toBe(401)
+    expect(json.headers.get('content-type')).toBe('application/json')
+    expect(await json.json()).toMatchObject({
+      code: 16,
+      message: expect.stringContaining('Authorization: Bearer'),
+      details: [],
+      error: { code: 'missing_credential' },
+    })
+
+    const grpc = await send({ 'content-type': 'application/grpc' }, grpcFrame(new Uint8Array(0)))
+    expect(grpc.status).toBe(200)
+    expect(grpc.headers.get('content-type')).toBe('application/grpc')
+    expect(grpc.headers.get('grpc-status')).toBe('16')
+    expect(decodeURIComponent(grpc.headers.get('grpc-message') ?? '')).toContain('Authorization: Bearer')
+  })
+
+  it('403 for a general API key and 404 for a signal that does not exist, as google.rpc.Status', async () => {
+    const byKey = await post(
+      'logs',
+      new Uint8Array(0),
+      { 'content-type': 'application/protobuf' },
+      stack.tenantA.liveKey,
+    )
+    expect(byKey.status).toBe(403)
+    expect(await refusalOf(byKey)).toMatchObject({ code: 7, errorCode: 'api_key_not_accepted' })
+    const unknown = await fetch(url('/otlp/v1/profiles'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokenA}`, 'content-type': 'application/x-protobuf' },
+      body: new Uint8Array(0),
+    })
+    expect(unknown.status).toBe(404)
+    expect(await refusalOf(unknown)).toMatchObject({ code: 12, errorCode: 'not_found' })
+  })
+
+  it("403 from the tenant's crypto policy in enforce mode, as google.rpc.Status; nothing forwarded", async () => {
+    const ws = await createWorkspace('free')
+    const admin = (method: string, p: string, body: unknown) =>
+      fetch(url(p), {
+        method,
+        headers: { authorization: `Bearer ${ws.liveKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+    const policy = await admin('PUT', '/platform/v1/crypto/policy', { preset: 'strict', mode: 'enforce' })
+    expect(policy.status, await policy.clone().text()).toBe(200)
+    const created = await admin('POST', '/platform/v1/observability-tokens', { name: 'policy' })
+    const { token } = (await created.json()) as { token: string }
+    const requestTag = tag('policy')
+    const res = await post(
+      'traces',
+      new Uint8Array(0),
+      {
+        'content-type': 'application/x-protobuf',
+        'x-svc-crypto-algorithms': 'x25519',
+        'x-request-id': requestTag,
+      },
+      token,
+    )
+    expect(res.status).toBe(403)
+    const refusal = await refusalOf(res)
+    expect(refusal).toMatchObject({ code: 7, errorCode: 'crypto_policy_violation' })
+    expect(refusal.message).toContain('x25519')
+    expect(await collectorRequests(requestTag)).toEqual([])
+  })
+})
+
+describe(`ingestion limits through the tenant's RateLimiter (${stack.kind})`, () => {
+  const free = getPlan('free', PLAN_CATALOG)!
+
+  async function observabilityToken(liveKey: string): Promise<string> {
+    const created = await fetch(url('/platform/v1/observability-tokens'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${liveKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'limits' }),
+    })
+    expect(created.status).toBe(201)
+    return ((await created.json()) as { token: string }).token
+  }
+
+  it("exports per minute: one more than the plan's ingestRequestsPerMinute is 429 with Retry-After in every encoding, and not forwarded", async () => {
+    const ws = await createWorkspace('free')
+    const token = await observabilityToken(ws.liveKey)
+    // Model requests have their own window: the ingestion limit is apart from requestsPerMinute.
+    expect(free.ingestRequestsPerMinute).toBeGreaterThan(free.requestsPerMinute)
+    const statuses: number[] = []
+    let next = 0
+    const worker = async () => {
+      while (next < free.ingestRequestsPerMinute) {
+        next += 1
+        const res = await post('logs', new Uint8Array(0), { 'content-type': 'application/x-protobuf' }, token)
+        await res.arrayBuffer()
+        statuses.push(res.status)
+      }
+    }
+    await Promise.all(Array.from({ length: 8 }, worker))
+    expect(statuses.filter((s) => s === 200)).toHaveLength(free.ingestRequestsPerMinute)
+
+    const requestTag = tag('over-rate')
+    const proto = await post(
+      'logs',
+      new Uint8Array(0),
+      { 'content-type': 'application/x-protobuf', 'x-request-id': requestTag },
+      token,
+    )
+    expect(proto.status).toBe(429)
+    const retryAfter = Number(proto.headers.get('retry-after'))
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(proto.headers.get('x-ratelimit-limit-requests')).toBeNull()
+    const refusal = await refusalOf(proto)
+    expect(refusal).toMatchObject({ code: 8, errorCode: 'rate_limited' })
+    expect(refusal.message).toContain(`${free.ingestRequestsPerMinute} requests per minute`)
+
+    const json = await post(
+      'logs',
+      '{}',
+      { 'content-type': 'application/json', 'x-request-id': requestTag },
+      token,
+    )
+    expect(json.status).toBe(429)
+    expect(json.headers.get('retry-after')).not.toBeNull()
+    expect(await json.json()).toMatchObject({
+      code: 8,
+      error: { code: 'rate_limited' },
+      svc_upgrade: { reason: 'rate_limited', binding_limit: { limit: free.ingestRequestsPerMinute } },
+    })
+
+    const grpc = await post(
+      'logs',
+      grpcFrame(new Uint8Array(0)),
+      { 'content-type': 'application/grpc', 'x-request-id': requestTag },
+      token,
+    )
+    expect(grpc.status).toBe(200)
+    expect(grpc.headers.get('grpc-status')).toBe('8')
+    expect(grpc.headers.get('retry-after')).not.toBeNull()
+
+    expect(await collectorRequests(requestTag)).toEqual([])
+    const recorded = await ingestionsTagged(ws.liveKey, requestTag)
+    expect(recorded.map((r) => [r.outcome, r.status, r.error_code])).toEqual([
+      ['refused', 429, 'rate_limited'],
+      ['refused', 429, 'rate_limited'],
+      ['refused', 429, 'rate_limited'],
+    ])
+  }, 60_000)
+
+  it('bytes: forwarded exports are in the usage ledger in bytes; a used-up monthly allowance is 429 until the month ends', async () => {
+    const ws = await createWorkspace('free')
+    const token = await observabilityToken(ws.liveKey)
+    const requestTag = tag('ledger')
+    const exporter = new TracesProtoExporter(
+      exporterOptions(stack.baseUrl, 'traces', token, requestTag, true),
+    )
+    expect((await exportWith(exporter, await makeSpans(5))).code).toBe(ExportResultCode.SUCCESS)
+    await exporter.shutdown()
+    const [result] = await ingestionsTagged(ws.liveKey, requestTag)
+    expect(result).toMatchObject({ outcome: 'forwarded', items: 5 })
+    const rows = await waitForLedger(ws.tenantId, (r) => r.some((row) => row.request_id === requestTag))
+    expect(rows.find((row) => row.request_id === requestTag)).toMatchObject({
+      endpoint: 'telemetry.otlp',
+      model: 'telemetry_ingest',
+      unit: 'bytes',
+      // Counted after decompression.
+      quantity: result!.decoded_bytes,
+      credits_cents: '0.0000',
+    })
+
+    const allowance = free.toolAllowances.telemetry_ingest!
+    const spent = await createWorkspace('free', { toolUse: { telemetry_ingest: allowance } })
+    const spentToken = await observabilityToken(spent.liveKey)
+    const refusedTag = tag('allowance')
+    const res = await post(
+      'traces',
+      await protobufTraces(2),
+      { 'content-type': 'application/x-protobuf', 'x-request-id': refusedTag },
+      spentToken,
+    )
+    expect(res.status).toBe(429)
+    const now = new Date()
+    const monthEnds = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)
+    const retryAfter = Number(res.headers.get('retry-after'))
+    expect(Math.abs(retryAfter - (monthEnds - Date.now()) / 1000)).toBeLessThan(120)
+    expect(await refusalOf(res)).toMatchObject({ code: 8, errorCode: 'tier_allowance_exhausted' })
+    // The official exporter gives up on it rather than reporting success.
+    const spentExporter = new TracesProtoExporter({
+      ...exporterOptions(stack.baseUrl, 'traces', spentToken, refusedTag, false),
+      timeoutMillis: 3_000,
+    })
+    expect((await exportWith(spentExporter, await makeSpans(1))).code).toBe(ExportResultCode.FAILED)
+    await spentExporter.shutdown()
+    expect(await collectorRequests(refusedTag)).toEqual([])
+  }, 60_000)
 })

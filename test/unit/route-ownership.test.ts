@@ -106,8 +106,7 @@ describe('nothing a family documents answers 501', () => {
   beforeAll(() => void vi.spyOn(console, 'error').mockImplementation(() => {}))
   afterAll(() => vi.restoreAllMocks())
 
-  // A route in /openapi.json is advertised to clients; a 501 placeholder (answerUnreleasedRoutes)
-  // must stay out of the document until its feature lands.
+  // A route in /openapi.json is advertised to clients: none may answer 501 (not implemented).
   for (const family of FAMILIES) {
     it(family, async () => {
       const worker = new WORKERS[family](createExecutionContext(), noBindings)

@@ -1,7 +1,7 @@
 /** POST /auth/token/refresh: spend a refresh token for a new access token and a new refresh token. */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, eq } from 'drizzle-orm'
-import { appendAuditEvent } from '../../../shared/audit/audit-client'
+import { appendAuditEvent } from '../../../durable-objects/audit-log/audit-client'
 import { userSubject } from '../../../shared/auth/subjects'
 import { members } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'

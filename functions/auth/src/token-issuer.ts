@@ -9,8 +9,8 @@
  * issued only when asked for and the policy allows classical signatures.
  */
 
-import { appendAuditEvent } from '../../../shared/audit/audit-client'
-import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
+import { appendAuditEvent } from '../../../durable-objects/audit-log/audit-client'
+import { appendPolicyDecisions } from '../../../durable-objects/audit-log/policy-decisions'
 import { buildAccessTokenClaims, signAccessToken } from '../../../shared/crypto'
 import { canonicalJson, sha256Hex } from '../../../shared/crypto/digests'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'

@@ -5,7 +5,7 @@
  */
 import { env as testEnv } from 'cloudflare:test'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type AuditLogNamespace, auditLogOf } from '../../../shared/audit/audit-client'
+import { type AuditLogNamespace, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
 import { getPolicyPreset } from '../../../shared/crypto-policy'
 import type { AppError } from '../../../shared/http/errors'
 import type { Identity } from '../../../shared/worker/request-context'

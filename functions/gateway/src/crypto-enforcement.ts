@@ -12,7 +12,7 @@
  * violations listing is written after the response (waitUntil).
  */
 
-import { appendPolicyDecisions } from '../../../shared/audit/policy-decisions'
+import { appendPolicyDecisions } from '../../../durable-objects/audit-log/policy-decisions'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import {
   type AlgorithmCheck,

@@ -1,7 +1,8 @@
 /**
  * The front gateway: the only routable worker. For every request: request id, CORS, route
  * lookup, credential and tenant checks, body rules, then the family worker over its service
- * binding with a typed request context. Errors are rendered by one handler.
+ * binding with a typed request context. Errors are rendered by one handler: the JSON error body,
+ * or on /otlp/* paths the OTLP encoding of the request (shared/telemetry/otlp-errors.ts).
  */
 import { Hono } from 'hono'
 import { mcpResource } from '../../../shared/auth/oauth-resources'
@@ -17,6 +18,7 @@ import {
   tokenAudiencesOf,
 } from '../../../shared/routing/route-table'
 import { OTLP_ACCEPTED_TYPES_TEXT, otlpEncodingOf } from '../../../shared/telemetry/otlp-content-types'
+import { isOtlpPath, otlpErrorResponse, otlpResponseEncoding } from '../../../shared/telemetry/otlp-errors'
 import { logError } from '../../../shared/worker/family-app'
 import { type ForwardedBody, fromFamilyResponse, headerMap } from '../../../shared/worker/family-rpc'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
@@ -223,11 +225,14 @@ gatewayApp.onError((err, c) => {
   const requestId = c.get('requestId') ?? requestIdFor(null)
   const appError = toAppError(err)
   logError(requestId, appError)
-  const res = appError.toResponse(requestId)
+  const path = new URL(c.req.url).pathname
+  // OTLP/HTTP: an exporter reads refusals in its own encoding (google.rpc.Status), whoever refused.
+  const res = isOtlpPath(path)
+    ? otlpErrorResponse(otlpResponseEncoding(c.req.header('content-type') ?? null), appError, requestId)
+    : appError.toResponse(requestId)
   const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
   if (origin) applyCors(res.headers, origin)
   if (appError.status === 401) {
-    const path = new URL(c.req.url).pathname
     const challenge = res.headers.get('www-authenticate')
     if (path === '/mcp') {
       // MCP clients discover the authorization server from this challenge (RFC 9728 §5.1), so

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
+import type { AuditLogNamespace } from '../../../durable-objects/audit-log/audit-client'
 import { envReader, textVar, urlVar, wholeNumberVar } from '../../../shared/config/worker-env'
 import { DATABASE_VARS, type DatabaseEnv } from '../../../shared/db/client'
 import type { FamilyEntrypoint } from '../../../shared/worker/family-entrypoint'

@@ -7,6 +7,7 @@
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
+import { type AuditLogNamespace, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
 import type { AuditLog, CheckpointView, Refusal } from '../../../durable-objects/audit-log/audit-log.do'
 import {
   DEFAULT_LOG_ORIGIN,
@@ -14,7 +15,6 @@ import {
   logOrigin,
   logVerifierKeys,
 } from '../../../durable-objects/audit-log/log-keys'
-import { type AuditLogNamespace, auditLogOf } from '../../../shared/audit/audit-client'
 import { toBase64 } from '../../../shared/audit/checkpoint'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'

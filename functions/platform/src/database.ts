@@ -1,5 +1,5 @@
 import type { Context } from 'hono'
-import { type AuditEvent, appendAuditEvent } from '../../../shared/audit/audit-client'
+import { type AuditEvent, appendAuditEvent } from '../../../durable-objects/audit-log/audit-client'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import type { Identity } from '../../../shared/worker/request-context'

@@ -1,5 +1,5 @@
+import type { AuditLogNamespace } from '../../../durable-objects/audit-log/audit-client'
 import type { AuditLogEnv } from '../../../durable-objects/audit-log/audit-log.do'
-import type { AuditLogNamespace } from '../../../shared/audit/audit-client'
 import type { DatabaseEnv } from '../../../shared/db/client'
 import type AuthWorker from '../../auth/src/index'
 

@@ -6,9 +6,9 @@
  * deployment (the platform log runs the self-tests on its alarm; nothing runs on the request path).
  */
 import type { Context } from 'hono'
+import { appendAuditEvent, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
 import type { AuditLog } from '../../../durable-objects/audit-log/audit-log.do'
 import { type LogKeyRing, logKeyRing } from '../../../durable-objects/audit-log/log-keys'
-import { appendAuditEvent, auditLogOf } from '../../../shared/audit/audit-client'
 import type { Jwks } from '../../../shared/crypto'
 import { PUBLIC_KEY_BYTES } from '../../../shared/crypto/jws-algorithms'
 import type { SelfTestReport } from '../../../shared/crypto/self-test'

@@ -13,7 +13,7 @@
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
-import { auditLogOf } from '../../../shared/audit/audit-client'
+import { auditLogOf } from '../../../durable-objects/audit-log/audit-client'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { auditLogNamespace } from './audit-log'
 import { ACVP_REVISIONS, SELF_TEST_SOURCES, VECTOR_SETS } from './conformance-manifest'

@@ -11,7 +11,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, eq } from 'drizzle-orm'
 import type { Context } from 'hono'
-import { type AuditLogNamespace, appendAuditEvent } from '../../../shared/audit/audit-client'
+import { type AuditLogNamespace, appendAuditEvent } from '../../../durable-objects/audit-log/audit-client'
 import type { DatabaseEnv } from '../../../shared/db/client'
 import { qpuProviderConnections } from '../../../shared/db/schema'
 import { errorResponse } from '../../../shared/http/error-body'

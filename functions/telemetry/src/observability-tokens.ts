@@ -6,7 +6,7 @@
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
-import { appendAuditEvent } from '../../../shared/audit/audit-client'
+import { appendAuditEvent } from '../../../durable-objects/audit-log/audit-client'
 import {
   createObservabilityToken,
   listObservabilityTokens,

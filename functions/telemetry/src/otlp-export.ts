@@ -14,12 +14,17 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { AppError, toAppError } from '../../../shared/http/errors'
+import { openMeter } from '../../../shared/metering/metering-client'
+import { meterToolCall } from '../../../shared/metering/tool-metering'
+import { resolvePlan } from '../../../shared/plans/plan-catalog'
 import {
   OTLP_ACCEPTED_TYPES_TEXT,
+  OTLP_MEDIA_TYPES,
   type OtlpEncoding,
   otlpEncodingOf,
 } from '../../../shared/telemetry/otlp-content-types'
-import { type FamilyEnv, identityOf, logError } from '../../../shared/worker/family-app'
+import { otlpResponseEncoding } from '../../../shared/telemetry/otlp-errors'
+import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { principalId } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { type IngestionOutcome, recordIngestion } from './ingestion-store'
@@ -27,10 +32,10 @@ import { collectorFailure, collectorUrl, sendToCollector } from './otlp/collecto
 import { unframe } from './otlp/grpc'
 import { countJsonItems, rejectedInJsonResponse } from './otlp/otlp-json'
 import { countProtobufItems, OtlpDecodeError, rejectedInProtobufResponse } from './otlp/otlp-protobuf'
-import { errorResponse, successResponse } from './otlp/otlp-responses'
+import { successResponse } from './otlp/otlp-responses'
 import { type OtlpSignal, SIGNAL_REQUEST, SIGNALS } from './otlp/otlp-schema'
 import { type ContentEncoding, contentEncodingOf, decompress, readRawBody } from './otlp/request-body'
-import { type TelemetryEnv, telemetrySettings } from './telemetry.context'
+import { meteringOf, type TelemetryEnv, telemetrySettings } from './telemetry.context'
 
 type TelemetryContext = Context<FamilyEnv<TelemetryEnv>>
 
@@ -61,9 +66,8 @@ function encodingOf(c: TelemetryContext): OtlpEncoding {
   return encoding
 }
 
-/** The encoding an error answer uses: the request's when it named an accepted one, else JSON. */
-export function responseEncodingOf(c: Context): OtlpEncoding {
-  return otlpEncodingOf(c.req.header('content-type') ?? null) ?? 'json'
+function responseEncodingOf(c: Context): OtlpEncoding {
+  return otlpResponseEncoding(c.req.header('content-type') ?? null)
 }
 
 function invalid(signal: OtlpSignal, err: OtlpDecodeError, encoding: OtlpEncoding): AppError {
@@ -138,6 +142,26 @@ async function decodeExport(
   return { payload, payloadEncoding }
 }
 
+/**
+ * A refusal as an OTLP exporter should read it: OTLP clients act on the status and Retry-After,
+ * not on the x-ratelimit-* headers of the model API (which describe the model requests' windows,
+ * not ingestion's), so those are dropped. A 429 always says when to retry (OTLP/HTTP: retryable
+ * with Retry-After): a used-up monthly byte allowance says when the month resets.
+ */
+function asOtlpRefusal(error: AppError): AppError {
+  for (const name of Object.keys(error.headers)) {
+    if (name.toLowerCase().startsWith('x-ratelimit-')) delete error.headers[name]
+  }
+  if (error.status === 429 && error.headers['retry-after'] === undefined) {
+    const resetsAt = (
+      error.extraBody?.svc_upgrade as { binding_limit?: { resets_at?: string | null } } | undefined
+    )?.binding_limit?.resets_at
+    const seconds = resetsAt ? Math.ceil((Date.parse(resetsAt) - Date.now()) / 1000) : Number.NaN
+    error.headers['retry-after'] = String(Number.isFinite(seconds) && seconds > 0 ? seconds : 60)
+  }
+  return error
+}
+
 async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Response> {
   const started = Date.now()
   const identity = identityOf(c)
@@ -183,22 +207,34 @@ async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Re
     facts.contentEncoding = contentEncodingOf(c.req.header('content-encoding') ?? null)
     collectorUrl(settings, signal) // 503 before reading a body that could not be forwarded
     const { payload, payloadEncoding } = await decodeExport(c, signal, facts, request.maxBodyBytes)
-    answer = await sendToCollector(settings, {
-      signal,
-      body: payload,
-      contentType: facts.encoding === 'json' ? 'application/json' : 'application/x-protobuf',
-      contentEncoding: payloadEncoding,
-      tenantId: identity.tenantId,
-      requestId: request.requestId,
-    })
-    facts.collectorStatus = answer.status
-    if (answer.status < 200 || answer.status > 299) throw collectorFailure(answer)
+    // Admitted by the tenant's RateLimiter (exports and bytes per minute, the monthly byte
+    // allowance) before anything is forwarded; the bytes are recorded in the usage ledger once
+    // the collector took them, released when it did not.
+    const { catalog } = resolvePlan(c.env, identity.planId)
+    const meter = openMeter(meteringOf(c.env), identity, 'telemetry.otlp')
+    const metered = await meterToolCall(
+      meter,
+      catalog,
+      { requestId: request.requestId, tool: 'telemetry_ingest', estimatedQuantity: facts.decodedBytes },
+      async () => {
+        const sent = await sendToCollector(settings, {
+          signal,
+          body: payload,
+          contentType: facts.encoding === 'json' ? 'application/json' : 'application/x-protobuf',
+          contentEncoding: payloadEncoding,
+          tenantId: identity.tenantId,
+          requestId: request.requestId,
+        })
+        facts.collectorStatus = sent.status
+        if (sent.status < 200 || sent.status > 299) throw collectorFailure(sent)
+        return { result: sent, quantity: facts.decodedBytes, estimated: false, provider: 'otlp-collector' }
+      },
+    )
+    answer = metered.result
   } catch (err) {
-    const error = toAppError(err)
+    const error = asOtlpRefusal(toAppError(err))
     const outcome: IngestionOutcome =
-      facts.collectorStatus !== null || error.status >= 500 || error.status === 429
-        ? 'collector_failed'
-        : 'refused'
+      facts.collectorStatus !== null || error.code.startsWith('collector_') ? 'collector_failed' : 'refused'
     // The refusal stands even when it cannot be recorded.
     await record(outcome, error.status, error.code).catch(() => {})
     throw error
@@ -230,15 +266,12 @@ export function otlpExportRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv>>): voi
         path,
         tags: ['Telemetry'],
         summary: `Export OTLP ${signal} (forwarded byte for byte to the configured collector)`,
-        description: `Needs an observability token or an access token with audience internal-service. A 200 means the collector accepted the export (its partial_success passed through; counted in ${SIGNAL_REQUEST[signal].items}) and the ingestion result is retained; it does not mean the collector indexed it. Errors are google.rpc.Status in the request's encoding; 429, 502, 503 and 504 are retryable after Retry-After.`,
+        description: `Needs an observability token or an access token with audience internal-service. A 200 means the collector accepted the export (its partial_success passed through; counted in ${SIGNAL_REQUEST[signal].items}) and the ingestion result is retained; it does not mean the collector indexed it. Metered per tenant in bytes after decompression (exports and bytes per minute, a monthly byte allowance). Errors, the gateway's included, are google.rpc.Status in the request's encoding (gRPC: grpc-status headers); 429, 502, 503 and 504 are retryable after Retry-After.`,
         request: {
           body: {
             required: true,
-            content: {
-              'application/x-protobuf': binary,
-              'application/json': binary,
-              'application/grpc': binary,
-            },
+            // Every media type the receiver takes (shared/telemetry/otlp-content-types.ts).
+            content: Object.fromEntries(Object.keys(OTLP_MEDIA_TYPES).map((type) => [type, binary])),
           },
         },
         responses: {
@@ -246,33 +279,25 @@ export function otlpExportRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv>>): voi
             description: `Export${signal[0]!.toUpperCase()}${signal.slice(1)}ServiceResponse in the request's encoding`,
           },
           400: { description: 'Malformed payload, framing or compression (nothing forwarded)' },
+          401: { description: 'No credential, or an unknown or revoked observability token' },
+          403: {
+            description:
+              'An access token of another audience, an API key, another tenant named, or a crypto-policy block',
+          },
           413: { description: 'Over 8 MiB, counted after decompression' },
           415: { description: `Content-Type other than ${OTLP_ACCEPTED_TYPES_TEXT}` },
-          429: { description: 'The collector throttles; retry after Retry-After' },
+          429: {
+            description:
+              "The plan's exports or bytes per minute (rate_limited), the month's byte allowance (tier_allowance_exhausted), or the collector throttles; retry after Retry-After",
+          },
           503: {
             description:
-              'No collector configured, or it is unreachable or unavailable; retry after Retry-After',
+              'No collector configured, it is unreachable or unavailable, or usage limits cannot be checked; retry after Retry-After',
           },
         },
       }),
     )
-    app.post(path, async (c) => {
-      try {
-        return await exportSignal(c, signal)
-      } catch (err) {
-        return otlpErrorResponse(c, err, c.get('request').requestId)
-      }
-    })
+    // Refusals are rendered by the worker's one onError, in the request's encoding (telemetry.app.ts).
+    app.post(path, (c) => exportSignal(c, signal))
   }
-}
-
-/**
- * The error renderer of the OTLP routes (the family's JSON renderer serves every other route):
- * google.rpc.Status in the request's encoding, see otlp-responses.ts.
- */
-
-function otlpErrorResponse(c: Context, err: unknown, requestId: string): Response {
-  const error = toAppError(err)
-  logError(requestId, error)
-  return errorResponse(responseEncodingOf(c), error, requestId)
 }

@@ -7,33 +7,11 @@
  * (base64url), a fresh 96-bit IV per encryption. The plaintext never leaves the reasoning worker
  * and its Durable Object: it is sent only to the provider, in its Authorization header.
  */
-import { z } from 'zod'
+import { base64urlDecode, base64urlEncode } from '../../crypto/encoding'
+import { generateKeyringEntry, type Keyring, keyringFromSecret } from '../../crypto/keyring'
 import { AppError } from '../../http/errors'
 
-const KeySchema = z.object({
-  kid: z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, 'kid: 1-40 letters, digits, - or _'),
-  key: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'key: 32 bytes in base64url (43 characters)'),
-})
-const KeysSchema = z.array(KeySchema).min(1)
-
-export interface CredentialKeyring {
-  readonly encryptKid: string
-  readonly keys: ReadonlyMap<string, CryptoKey>
-}
-
-function fromBase64Url(text: string): Uint8Array<ArrayBuffer> {
-  const b64 = text.replaceAll('-', '+').replaceAll('_', '/')
-  const bin = atob(b64 + '='.repeat((4 - (b64.length % 4)) % 4))
-  const out = new Uint8Array(bin.length)
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i)
-  return out
-}
-
-function toBase64Url(bytes: Uint8Array): string {
-  let bin = ''
-  for (const b of bytes) bin += String.fromCharCode(b)
-  return btoa(bin).replaceAll('+', '-').replaceAll('/', '_').replace(/=+$/, '')
-}
+export type CredentialKeyring = Keyring
 
 export function credentialKeysUnavailable(detail: string): AppError {
   return new AppError(
@@ -44,36 +22,15 @@ export function credentialKeysUnavailable(detail: string): AppError {
   )
 }
 
-const cache = new Map<string, Promise<CredentialKeyring>>()
-
 /** The keyring from the secret's JSON (parsed once per isolate); 503 when missing or malformed. */
 export function credentialKeyring(secret: string | undefined): Promise<CredentialKeyring> {
-  if (!secret) return Promise.reject(credentialKeysUnavailable('PROVIDER_CREDENTIAL_KEYS is not set'))
-  let pending = cache.get(secret)
-  if (!pending) {
-    pending = (async () => {
-      let raw: unknown
-      try {
-        raw = JSON.parse(secret)
-      } catch {
-        throw credentialKeysUnavailable('PROVIDER_CREDENTIAL_KEYS is not JSON')
-      }
-      const parsed = KeysSchema.safeParse(raw)
-      if (!parsed.success)
-        throw credentialKeysUnavailable(`PROVIDER_CREDENTIAL_KEYS: ${parsed.error.issues[0]?.message}`)
-      const keys = new Map<string, CryptoKey>()
-      for (const { kid, key } of parsed.data) {
-        keys.set(
-          kid,
-          await crypto.subtle.importKey('raw', fromBase64Url(key), 'AES-GCM', false, ['encrypt', 'decrypt']),
-        )
-      }
-      return { encryptKid: parsed.data[0]!.kid, keys }
-    })()
-    pending.catch(() => cache.delete(secret))
-    cache.set(secret, pending)
-  }
-  return pending
+  return keyringFromSecret(secret, 'PROVIDER_CREDENTIAL_KEYS', 'aes-gcm', credentialKeysUnavailable)
+}
+
+function fromBase64Url(text: string): Uint8Array<ArrayBuffer> {
+  const bytes = base64urlDecode(text)
+  if (!bytes) throw credentialKeysUnavailable('a stored credential is not valid base64url')
+  return new Uint8Array(bytes)
 }
 
 function aad(tenantId: string, connectionId: string): Uint8Array<ArrayBuffer> {
@@ -86,13 +43,13 @@ export async function encryptCredential(
   binding: { tenantId: string; connectionId: string },
 ): Promise<string> {
   const iv = crypto.getRandomValues(new Uint8Array(12))
-  const key = keyring.keys.get(keyring.encryptKid)!
+  const key = keyring.keys.get(keyring.firstKid)!
   const ct = await crypto.subtle.encrypt(
     { name: 'AES-GCM', iv, additionalData: aad(binding.tenantId, binding.connectionId) },
     key,
     new TextEncoder().encode(plaintext),
   )
-  return `v1.${keyring.encryptKid}.${toBase64Url(iv)}.${toBase64Url(new Uint8Array(ct))}`
+  return `v1.${keyring.firstKid}.${base64urlEncode(iv)}.${base64urlEncode(new Uint8Array(ct))}`
 }
 
 /** The plaintext, or an AppError 503 naming the key that is missing or the row that is damaged. */
@@ -125,5 +82,5 @@ export async function decryptCredential(
 
 /** A new random key entry for PROVIDER_CREDENTIAL_KEYS. */
 export function generateCredentialKey(kid: string): { kid: string; key: string } {
-  return { kid, key: toBase64Url(crypto.getRandomValues(new Uint8Array(32))) }
+  return generateKeyringEntry(kid)
 }

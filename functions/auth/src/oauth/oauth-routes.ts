@@ -15,7 +15,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import { and, eq, inArray } from 'drizzle-orm'
 import type { Context } from 'hono'
-import { appendAuditEvent } from '../../../../shared/audit/audit-client'
+import { appendAuditEvent } from '../../../../durable-objects/audit-log/audit-client'
 import { MCP_RESOURCE_SCOPES } from '../../../../shared/auth/oauth-resources'
 import { userSubject } from '../../../../shared/auth/subjects'
 import { members, tenants } from '../../../../shared/db/schema'

@@ -2,15 +2,18 @@
 import type { Hono } from 'hono'
 import type { ConsoleApp } from './console.app'
 import type { Dispatch } from './console-api'
+import { agentRunPages } from './pages/agent-runs'
 import { apiKeyPages } from './pages/api-keys'
 import { auditLogPages } from './pages/audit-log'
 import { cryptoPolicyPages } from './pages/crypto-policy'
+import { documentPages } from './pages/documents'
 import { overviewPages } from './pages/overview'
 import { planPages } from './pages/plans'
+import { reasoningPages } from './pages/reasoning'
 import { serviceAccountPages } from './pages/service-accounts'
 import { signInPages } from './pages/sign-in'
+import { telemetryPages } from './pages/telemetry'
 import { usagePages } from './pages/usage'
-import { workloadPages } from './pages/workloads'
 
 export function registerConsolePages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
   signInPages(app, dispatch)
@@ -21,5 +24,8 @@ export function registerConsolePages(app: Hono<ConsoleApp>, dispatch: Dispatch):
   cryptoPolicyPages(app)
   auditLogPages(app)
   serviceAccountPages(app)
-  workloadPages(app)
+  agentRunPages(app)
+  documentPages(app)
+  reasoningPages(app)
+  telemetryPages(app)
 }

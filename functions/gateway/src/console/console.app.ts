@@ -87,7 +87,10 @@ export function createConsoleApp(
   })
 
   app.onError((err, c) => {
-    if (err instanceof SessionEnded) return c.redirect(signInUrl(c.req.path), 303)
+    if (err instanceof SessionEnded) {
+      c.header('set-cookie', sessionCookie('', 0))
+      return c.redirect(signInUrl(c.req.method === 'GET' ? currentPath(c) : '/console/overview', true), 303)
+    }
     const appError = toAppError(err)
     logError(c.get('requestId'), appError)
     return errorPage(c, appError)
@@ -113,7 +116,12 @@ export function createConsoleApp(
       : null
     if (!session) {
       if (c.req.method !== 'GET') checkSameOrigin(c.req.raw, new URL(c.get('baseUrl')).origin)
-      return c.redirect(signInUrl(c.req.method === 'GET' ? currentPath(c) : '/console/overview'), 303)
+      // A cookie that opens no session: it ended (expired, idle, signed out elsewhere). Drop it and say so.
+      if (secret) c.header('set-cookie', sessionCookie('', 0))
+      return c.redirect(
+        signInUrl(c.req.method === 'GET' ? currentPath(c) : '/console/overview', Boolean(secret)),
+        303,
+      )
     }
     c.set('session', session)
     c.set('csrf', await csrfTokenFor(session.secret))
@@ -177,8 +185,8 @@ export function createConsoleApp(
   return app
 }
 
-function signInUrl(next: string): string {
-  return `/console/sign-in?next=${encodeURIComponent(next)}`
+function signInUrl(next: string, ended = false): string {
+  return `/console/sign-in?next=${encodeURIComponent(next)}${ended ? '&expired=1' : ''}`
 }
 
 function currentPath(c: ConsoleContext): string {

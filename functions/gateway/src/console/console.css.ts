@@ -1,8 +1,9 @@
 /**
  * The console's stylesheet. Colours meet WCAG 2.2 AA contrast on their backgrounds (text 4.5:1 or
  * more, e.g. #4a5562 on white 7.4:1, links #0b57d0 6.6:1, white on #0b57d0 6.6:1, #a4211a on
- * #fdecea 6.5:1); focus is always visible; below 760 px the navigation becomes a wrapping row and
- * wide tables scroll inside their own focusable region.
+ * #fdecea 6.5:1); focus is always visible; below 760 px the navigation becomes a wrapping row, fact
+ * lists stack label over value, and wide tables and day charts scroll inside their own region (a
+ * chart keeps a width at which its axis labels stay legible, and starts scrolled to its newest day).
  */
 export const CONSOLE_CSS = `
 *,*::before,*::after{box-sizing:border-box}
@@ -44,7 +45,7 @@ p.lead{color:#4a5562;margin-top:-.5rem}
 button.small{white-space:nowrap}
 td code{white-space:nowrap}
 .panel{background:#fff;border:1px solid #d8dde4;border-radius:8px;padding:1rem 1.25rem;margin-bottom:1.25rem}
-.table-wrap{position:relative;overflow-x:auto;background:#fff;border:1px solid #d8dde4;border-radius:8px}
+.table-wrap{position:relative;overflow-x:auto;background:#fff;border:1px solid #d8dde4;border-radius:8px;margin-bottom:1.25rem}
 table{border-collapse:collapse;width:100%;font-size:.92rem}
 caption{text-align:left;padding:.5rem .75rem;caption-side:top}
 .nowrap{white-space:nowrap}
@@ -92,7 +93,12 @@ button[disabled]{opacity:.6;cursor:not-allowed}
 meter{width:100%;height:1rem}
 figure{margin:0 0 1.25rem}
 figcaption{margin-bottom:.5rem}
-.chart{width:100%;height:auto;max-width:100%;display:block}
+.chart{width:100%;height:auto;display:block}
+.chart-scroll{overflow-x:auto;direction:rtl}
+.chart-scroll>svg{direction:ltr}
+.totals-row{display:grid;grid-template-columns:minmax(6rem,12rem) minmax(0,1fr) 5rem;gap:.75rem;align-items:center;font-size:.9rem;margin:.3rem 0}
+.totals-row svg{width:100%;height:1.1rem;display:block}
+.totals-name{overflow-wrap:anywhere;text-align:right}
 .chart text{font:11px system-ui,sans-serif;fill:#4a5562}
 .chart .axis{stroke:#8a94a3;stroke-width:1}
 .chart .grid{stroke:#e6e9ee;stroke-width:1}
@@ -100,9 +106,9 @@ figcaption{margin-bottom:.5rem}
 .legend svg{vertical-align:-2px;margin-right:.3rem}
 .filters{display:flex;flex-wrap:wrap;gap:.75rem;align-items:flex-end;margin-bottom:1rem}
 .filters .field{margin:0;min-width:10rem}
-dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;margin:0}
+dl.facts{display:grid;grid-template-columns:minmax(0,max-content) minmax(0,1fr);gap:.3rem 1rem;margin:0}
 dl.facts dt{font-weight:600;color:#4a5562}
-dl.facts dd{margin:0}
+dl.facts dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .sign-in{max-width:26rem;margin:4rem auto;padding:0 1rem}
 .sign-in .panel{padding:1.5rem}
 .sign-in h1{text-align:center}
@@ -110,6 +116,10 @@ dl.facts dd{margin:0}
 .plan-grid .card[aria-current=true]{border:2px solid #0b57d0}
 .plan-grid ul{padding-left:1.1rem;margin:.5rem 0}
 pre{background:#f0f2f5;border-radius:6px;padding:.75rem;overflow-x:auto;font-size:.85rem}
+pre.wrap{white-space:pre-wrap;overflow-wrap:anywhere}
+ol.candidates{padding-left:1.5rem}
+ol.candidates li.selected{border:2px solid #0b57d0}
+ol.candidates p{margin:0 0 .5rem}
 @media (max-width:760px){
   .shell{display:block}
   nav.side{border-right:0;border-bottom:1px solid #d8dde4;padding:.25rem .5rem}
@@ -120,5 +130,11 @@ pre{background:#f0f2f5;border-radius:6px;padding:.75rem;overflow-x:auto;font-siz
   h1{font-size:1.3rem}
   header.top{padding:.5rem .9rem}
   .workspace{order:3;width:100%}
+  .mode-label{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+  header.top button{padding:.35rem .6rem}
+  dl.facts{grid-template-columns:minmax(0,1fr);gap:0}
+  dl.facts dd{margin-bottom:.6rem}
+  .chart-scroll .chart{min-width:40rem}
+  .totals-row{grid-template-columns:minmax(0,7rem) minmax(0,1fr) 3.5rem;gap:.5rem}
 }
 `

@@ -4,6 +4,7 @@
  * form that changes something carries the session's CSRF token.
  */
 import type { Child, FC, PropsWithChildren } from 'hono/jsx'
+import { NAV } from './navigation'
 
 export type ConsoleMode = 'live' | 'test'
 
@@ -27,20 +28,6 @@ export interface PageFrame {
   /** Where the mode switch returns to. */
   path: string
 }
-
-export const NAV: readonly { section: string; href: string; label: string }[] = [
-  { section: 'overview', href: '/console/overview', label: 'Overview' },
-  { section: 'api-keys', href: '/console/api-keys', label: 'API keys' },
-  { section: 'usage', href: '/console/usage', label: 'Usage' },
-  { section: 'plans', href: '/console/billing/plans', label: 'Plans and billing' },
-  { section: 'crypto-policy', href: '/console/crypto-policy', label: 'Crypto policy' },
-  { section: 'audit-log', href: '/console/audit-log', label: 'Audit log' },
-  { section: 'service-accounts', href: '/console/service-accounts', label: 'Service accounts' },
-  { section: 'agent-runs', href: '/console/agent-runs', label: 'Agent runs' },
-  { section: 'documents', href: '/console/documents', label: 'Documents' },
-  { section: 'reasoning', href: '/console/reasoning', label: 'Reasoning jobs' },
-  { section: 'telemetry', href: '/console/telemetry', label: 'Telemetry' },
-]
 
 export const CsrfField: FC<{ csrf: string }> = ({ csrf }) => <input type="hidden" name="_csrf" value={csrf} />
 

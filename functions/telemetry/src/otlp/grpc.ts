@@ -50,34 +50,3 @@ export function frame(message: Uint8Array): Uint8Array {
   out.set(message, 5)
   return out
 }
-
-/** google.rpc.Code for an HTTP status, as gRPC's own HTTP mapping (and the Collector's) uses. */
-export function grpcCodeFor(status: number): number {
-  if (status >= 200 && status < 300) return 0
-  switch (status) {
-    case 400:
-    case 415:
-      return 3 // INVALID_ARGUMENT
-    case 401:
-      return 16 // UNAUTHENTICATED
-    case 403:
-      return 7 // PERMISSION_DENIED
-    case 404:
-      return 12 // UNIMPLEMENTED
-    case 413:
-    case 429:
-      return 8 // RESOURCE_EXHAUSTED
-    case 502:
-    case 503:
-      return 14 // UNAVAILABLE
-    case 504:
-      return 4 // DEADLINE_EXCEEDED
-    default:
-      return status >= 500 ? 13 : 2 // INTERNAL : UNKNOWN
-  }
-}
-
-/** grpc-message is percent-encoded (gRPC over HTTP/2: "Percent-Encoded" ASCII). */
-export function grpcMessageHeader(message: string): string {
-  return encodeURIComponent(message).replace(/%20/g, ' ')
-}

@@ -6,6 +6,16 @@
 import type { Hono } from 'hono'
 import { SCOPES } from '../../../../../shared/auth/scopes'
 import {
+  Actions,
+  DataTable,
+  Field,
+  type Flash,
+  FlashNotice,
+  invalid,
+  PostAction,
+  SecretOnce,
+} from '../components'
+import {
   type ConsoleApp,
   type ConsoleContext,
   formList,
@@ -15,7 +25,7 @@ import {
   isAdmin,
 } from '../console.app'
 import type { ApiResult } from '../console-api'
-import { CsrfField, Frame, formatDate, Notice, TableRegion } from '../layout'
+import { CsrfField, Frame, formatDate, Notice } from '../layout'
 
 interface ApiKey {
   id: string
@@ -41,7 +51,7 @@ interface NewSecret {
 
 interface PageState {
   secret?: NewSecret
-  notice?: { kind: 'ok' | 'error'; text: string }
+  notice?: Flash
   /** A refused create: the server's message, the field it names, and what was typed. */
   createError?: { message: string; param: string | null; values: Record<string, string | string[]> }
 }
@@ -67,10 +77,13 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
     return typeof v === 'string' ? v : ''
   }
   const chosenScopes = new Set(err ? formListOf(err.values.scopes) : [])
+  /** The server's message when it names this field (`scopes[2]` names `scopes`). */
+  const paramError = (param: string) =>
+    err && (err.param ?? '').split(/[.[]/)[0] === param ? err.message : null
   const fieldError = (param: string) =>
-    err && (err.param ?? '').split(/[.[]/)[0] === param ? (
+    paramError(param) ? (
       <span class="hint error-text" id={`${param}-error`} role="alert">
-        {err.message}
+        {err?.message}
       </span>
     ) : null
   const frame = await frameOf(c, 'API keys', 'api-keys')
@@ -85,111 +98,90 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
         Switch the mode at the top to see the other keys.
       </p>
       {state.secret ? (
-        <Notice kind="ok" title={`${state.secret.what}: copy the secret now`}>
+        <SecretOnce title={`${state.secret.what}: copy the secret now`} secret={state.secret.key}>
           <p>
             This is the only time the secret of “{state.secret.name}” is shown. Store it in a secret manager.
           </p>
-          <div class="secret">
-            <code id="new-secret">{state.secret.key}</code>
-            <button
-              type="button"
-              class="secondary small"
-              data-copy="new-secret"
-              data-status="copy-status"
-              hidden
-            >
-              Copy
-            </button>
-            <span id="copy-status" role="status" aria-live="polite" />
-          </div>
-        </Notice>
+        </SecretOnce>
       ) : null}
-      {state.notice ? <Notice kind={state.notice.kind}>{state.notice.text}</Notice> : null}
+      <FlashNotice flash={state.notice} />
       {!listed.ok ? <Notice kind="error">The keys could not be listed: {listed.error.message}</Notice> : null}
 
-      <TableRegion label={`${mode} API keys`}>
-        <table>
-          <caption class="muted">
-            {keys.length} {mode} key{keys.length === 1 ? '' : 's'}
-            {admin ? '' : ' (members see the keys they created and the key they use)'}
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Key</th>
-              <th scope="col">Status</th>
-              <th scope="col">Role and scopes</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Expires</th>
-              {admin ? <th scope="col">Actions</th> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {keys.map((k) => {
-              const live = k.status === 'active' || k.status === 'expiring'
-              return (
-                <tr data-key-id={k.id}>
-                  <td>{k.name}</td>
-                  <td class="nowrap">
-                    <code>{k.redacted_value}</code>
-                  </td>
-                  <td>
-                    <span class={`badge ${k.status}`}>{k.status}</span>
-                    {k.replaced_by ? <span class="hint">rotated</span> : null}
-                  </td>
-                  <td>
-                    {k.role}
-                    <span class="hint">{k.scopes.length ? k.scopes.join(', ') : 'all scopes'}</span>
-                  </td>
-                  <td class="nowrap">{formatDate(k.created_at)}</td>
-                  <td class="nowrap">{formatDate(k.last_used_at)}</td>
-                  <td>{k.revoked_at ? `revoked ${formatDate(k.revoked_at)}` : formatDate(k.expires_at)}</td>
-                  {admin ? (
-                    <td>
-                      {live && ROLES.indexOf(k.role as (typeof ROLES)[number]) <= myRank ? (
-                        <div class="actions">
-                          {k.replaced_by ? null : (
-                            <form method="post" action={`/console/api-keys/${k.id}/rotate`} class="inline">
-                              <CsrfField csrf={frame.csrf} />
-                              <label class="visually-hidden" for={`grace-${k.id}`}>
-                                Grace period for {k.name}
-                              </label>
-                              <select id={`grace-${k.id}`} name="grace_period_seconds">
-                                {GRACE_CHOICES.map((g) => (
-                                  <option value={String(g.seconds)} selected={g.seconds === 86_400}>
-                                    old key works {g.label}
-                                  </option>
-                                ))}
-                              </select>{' '}
-                              <button type="submit" class="secondary small">
-                                Rotate
-                              </button>
-                            </form>
-                          )}
-                          <form
-                            method="post"
-                            action={`/console/api-keys/${k.id}/revoke`}
-                            class="inline"
-                            data-confirm={`Revoke “${k.name}”? Requests with it are refused from now on.`}
-                          >
-                            <CsrfField csrf={frame.csrf} />
-                            <button type="submit" class="danger small" aria-label={`Revoke ${k.name}`}>
-                              Revoke
-                            </button>
-                          </form>
-                        </div>
-                      ) : (
-                        <span class="muted">—</span>
+      <DataTable
+        label={`${mode} API keys`}
+        caption={`${keys.length} ${mode} key${keys.length === 1 ? '' : 's'}${admin ? '' : ' (members see the keys they created and the key they use)'}`}
+        columns={[
+          'Name',
+          'Key',
+          'Status',
+          'Role and scopes',
+          'Created',
+          'Last used',
+          'Expires',
+          admin ? 'Actions' : null,
+        ]}
+        rows={keys}
+        empty={`No ${mode} keys yet.`}
+        row={(k) => {
+          const live = k.status === 'active' || k.status === 'expiring'
+          return (
+            <tr data-key-id={k.id}>
+              <td>{k.name}</td>
+              <td class="nowrap">
+                <code>{k.redacted_value}</code>
+              </td>
+              <td>
+                <span class={`badge ${k.status}`}>{k.status}</span>
+                {k.replaced_by ? <span class="hint">rotated</span> : null}
+              </td>
+              <td>
+                {k.role}
+                <span class="hint">{k.scopes.length ? k.scopes.join(', ') : 'all scopes'}</span>
+              </td>
+              <td class="nowrap">{formatDate(k.created_at)}</td>
+              <td class="nowrap">{formatDate(k.last_used_at)}</td>
+              <td>{k.revoked_at ? `revoked ${formatDate(k.revoked_at)}` : formatDate(k.expires_at)}</td>
+              {admin ? (
+                <td>
+                  {live && ROLES.indexOf(k.role as (typeof ROLES)[number]) <= myRank ? (
+                    <Actions>
+                      {k.replaced_by ? null : (
+                        <PostAction
+                          action={`/console/api-keys/${k.id}/rotate`}
+                          csrf={frame.csrf}
+                          label="Rotate"
+                          name={`Rotate ${k.name}`}
+                        >
+                          <label class="visually-hidden" for={`grace-${k.id}`}>
+                            Grace period for {k.name}
+                          </label>
+                          <select id={`grace-${k.id}`} name="grace_period_seconds">
+                            {GRACE_CHOICES.map((g) => (
+                              <option value={String(g.seconds)} selected={g.seconds === 86_400}>
+                                old key works {g.label}
+                              </option>
+                            ))}
+                          </select>{' '}
+                        </PostAction>
                       )}
-                    </td>
-                  ) : null}
-                </tr>
-              )
-            })}
-          </tbody>
-        </table>
-      </TableRegion>
+                      <PostAction
+                        action={`/console/api-keys/${k.id}/revoke`}
+                        csrf={frame.csrf}
+                        label="Revoke"
+                        name={`Revoke ${k.name}`}
+                        kind="danger"
+                        confirm={`Revoke “${k.name}”? Requests with it are refused from now on.`}
+                      />
+                    </Actions>
+                  ) : (
+                    <span class="muted">—</span>
+                  )}
+                </td>
+              ) : null}
+            </tr>
+          )
+        }}
+      />
 
       {admin ? (
         <section aria-labelledby="create-heading">
@@ -203,8 +195,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
           <form method="post" action="/console/api-keys" class="panel">
             <CsrfField csrf={frame.csrf} />
             <div class="form-grid">
-              <div class="field">
-                <label for="key-name">Name</label>
+              <Field id="key-name" label="Name" error={paramError('name')}>
                 <input
                   id="key-name"
                   name="name"
@@ -212,11 +203,9 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
                   required
                   maxlength={120}
                   value={value('name')}
-                  aria-invalid={err?.param === 'name' ? 'true' : undefined}
-                  aria-describedby={err?.param === 'name' ? 'name-error' : undefined}
+                  {...invalid('key-name', paramError('name'))}
                 />
-                {fieldError('name')}
-              </div>
+              </Field>
               <fieldset class="choices">
                 <legend>Mode</legend>
                 {(['test', 'live'] as const).map((m) => (
@@ -226,26 +215,34 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
                 ))}
                 {fieldError('mode')}
               </fieldset>
-              <div class="field">
-                <label for="key-role">
-                  Role<span class="hint">What the key may administer (at most your own role)</span>
-                </label>
-                <select id="key-role" name="role">
+              <Field
+                id="key-role"
+                label="Role"
+                hint="What the key may administer (at most your own role)"
+                error={paramError('role')}
+              >
+                <select id="key-role" name="role" {...invalid('key-role', paramError('role'))}>
                   {ROLES.filter((_, i) => i <= myRank).map((r) => (
                     <option value={r} selected={(value('role') || 'member') === r}>
                       {r}
                     </option>
                   ))}
                 </select>
-                {fieldError('role')}
-              </div>
-              <div class="field">
-                <label for="key-expiry">
-                  Expires<span class="hint">Leave empty for no expiry</span>
-                </label>
-                <input id="key-expiry" name="expires_on" type="date" value={value('expires_on')} />
-                {fieldError('expires_at')}
-              </div>
+              </Field>
+              <Field
+                id="key-expiry"
+                label="Expires"
+                hint="Leave empty for no expiry"
+                error={paramError('expires_at')}
+              >
+                <input
+                  id="key-expiry"
+                  name="expires_on"
+                  type="date"
+                  value={value('expires_on')}
+                  {...invalid('key-expiry', paramError('expires_at'))}
+                />
+              </Field>
             </div>
             <fieldset class="choices">
               <legend>Scopes (none ticked: everything the role allows)</legend>

@@ -4,8 +4,9 @@
  * signature with the published log keys, the leaf hash, the Merkle path to the signed root).
  */
 import type { Hono } from 'hono'
+import { DataTable } from '../components'
 import { type ConsoleApp, frameOf, html } from '../console.app'
-import { Frame, formatDate, Notice, TableRegion } from '../layout'
+import { Frame, formatDate, Notice } from '../layout'
 
 const PAGE = 50
 
@@ -32,6 +33,8 @@ export function describeEvent(event: Record<string, unknown>): string {
       return `API key ${s('name') || `…${s('suffix')}`} ${s('action')} by ${s('actor')}`
     case 'service_account.changed':
       return `Service account ${s('name') || s('service_account_id')} ${s('action')} by ${s('actor')}`
+    case 'observability_token.changed':
+      return `Observability token ${s('name') || s('token_id')} ${s('action')} by ${s('actor')}`
     case 'crypto_policy.changed':
       return `Policy set to ${s('preset') || 'custom'} (${s('mode')}) by ${s('actor')}`
     case 'crypto_policy.decision':
@@ -99,53 +102,37 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
         <h2 id="entries-h">
           Entries {start}–{Math.max(start, before - 1)} of {size}
         </h2>
-        <TableRegion label="Audit log entries">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Index</th>
-                <th scope="col">Appended</th>
-                <th scope="col">Kind</th>
-                <th scope="col">What</th>
-                <th scope="col">Proof</th>
+        <DataTable
+          label="Audit log entries"
+          columns={['Index', 'Appended', 'Kind', 'What', 'Proof']}
+          rows={rows}
+          empty="No entries."
+          row={(e) => {
+            const appended = (JSON.parse(e.entry) as { appended_at?: string }).appended_at
+            return (
+              <tr data-entry-index={String(e.index)}>
+                <td>{e.index}</td>
+                <td class="nowrap">{formatDate(appended)}</td>
+                <td>
+                  <code>{String(e.event.kind)}</code>
+                </td>
+                <td>{describeEvent(e.event)}</td>
+                <td>
+                  <button
+                    type="button"
+                    class="secondary small"
+                    data-verify-index={String(e.index)}
+                    data-output={`proof-${e.index}`}
+                    aria-label={`Verify the inclusion proof of entry ${e.index}`}
+                  >
+                    Verify proof
+                  </button>
+                  <output id={`proof-${e.index}`} class="verify-result" aria-live="polite" />
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {rows.map((e) => {
-                const appended = (JSON.parse(e.entry) as { appended_at?: string }).appended_at
-                return (
-                  <tr data-entry-index={String(e.index)}>
-                    <td>{e.index}</td>
-                    <td class="nowrap">{formatDate(appended)}</td>
-                    <td>
-                      <code>{String(e.event.kind)}</code>
-                    </td>
-                    <td>{describeEvent(e.event)}</td>
-                    <td>
-                      <button
-                        type="button"
-                        class="secondary small"
-                        data-verify-index={String(e.index)}
-                        data-output={`proof-${e.index}`}
-                        aria-label={`Verify the inclusion proof of entry ${e.index}`}
-                      >
-                        Verify proof
-                      </button>
-                      <output id={`proof-${e.index}`} class="verify-result" aria-live="polite" />
-                    </td>
-                  </tr>
-                )
-              })}
-              {rows.length === 0 ? (
-                <tr>
-                  <td colspan={5} class="muted">
-                    No entries.
-                  </td>
-                </tr>
-              ) : null}
-            </tbody>
-          </table>
-        </TableRegion>
+            )
+          }}
+        />
         {start > 0 ? (
           <p>
             <a href={`/console/audit-log?before=${start}`}>Older entries</a>

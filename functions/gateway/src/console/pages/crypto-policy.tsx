@@ -6,9 +6,10 @@
  * in the browser.
  */
 import type { Hono } from 'hono'
+import { ApiRefusal, DataTable, Field, invalid } from '../components'
 import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
 import type { ApiResult } from '../console-api'
-import { CsrfField, Frame, formatDate, Notice, TableRegion } from '../layout'
+import { CsrfField, Frame, formatDate, Notice } from '../layout'
 
 const PRESETS = ['default', 'strict', 'maximum', 'government'] as const
 const CONTEXTS = [
@@ -205,8 +206,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
           >
             <CsrfField csrf={frame.csrf} />
             <div class="form-grid">
-              <div class="field">
-                <label for="preset">Preset</label>
+              <Field id="preset" label="Preset">
                 <select id="preset" name="preset">
                   {PRESETS.map((name) => (
                     <option value={name} selected={(policy.ok ? policy.body.preset : null) === name}>
@@ -214,7 +214,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
                     </option>
                   ))}
                 </select>
-              </div>
+              </Field>
               <fieldset class="choices">
                 <legend>Mode</legend>
                 <label>
@@ -246,31 +246,20 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
             <CsrfField csrf={frame.csrf} />
             <div class="form-grid">
               {LIST_FIELDS.map(([field, label]) => {
-                const own = fieldProblems(field)
+                const own = fieldProblems(field).join('; ')
                 return (
-                  <div class="field">
-                    <label for={`f-${field}`}>
-                      {label}
-                      <span class="hint">Comma-separated registry names</span>
-                    </label>
-                    <textarea
-                      id={`f-${field}`}
-                      name={field}
-                      aria-invalid={own.length ? 'true' : undefined}
-                      aria-describedby={own.length ? `e-${field}` : undefined}
-                    >
+                  <Field id={`f-${field}`} label={label} hint="Comma-separated registry names" error={own}>
+                    <textarea id={`f-${field}`} name={field} {...invalid(`f-${field}`, own)}>
                       {listValue(field)}
                     </textarea>
-                    {own.length ? (
-                      <span class="hint error-text" id={`e-${field}`}>
-                        {own.join('; ')}
-                      </span>
-                    ) : null}
-                  </div>
+                  </Field>
                 )
               })}
-              <div class="field">
-                <label for="f-minimumSecurityLevel">Minimum security level (1–5)</label>
+              <Field
+                id="f-minimumSecurityLevel"
+                label="Minimum security level (1–5)"
+                error={fieldProblems('minimumSecurityLevel').join('; ')}
+              >
                 <input
                   id="f-minimumSecurityLevel"
                   name="minimumSecurityLevel"
@@ -278,9 +267,9 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
                   min={1}
                   max={5}
                   value={String(typed?.minimumSecurityLevel ?? p.minimumSecurityLevel)}
-                  aria-invalid={fieldProblems('minimumSecurityLevel').length ? 'true' : undefined}
+                  {...invalid('f-minimumSecurityLevel', fieldProblems('minimumSecurityLevel').join('; '))}
                 />
-              </div>
+              </Field>
               <fieldset class="choices">
                 <legend>Mode</legend>
                 <label>
@@ -308,8 +297,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
 
       <h2 id="check-h">Check an algorithm</h2>
       <form method="get" action="/console/crypto-policy" class="filters" aria-labelledby="check-h">
-        <div class="field">
-          <label for="algorithm">Algorithm</label>
+        <Field id="algorithm" label="Algorithm">
           <input
             id="algorithm"
             name="algorithm"
@@ -317,9 +305,8 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
             value={algorithm}
             placeholder="e.g. rsa-2048, ML-DSA-65"
           />
-        </div>
-        <div class="field">
-          <label for="context">Used for</label>
+        </Field>
+        <Field id="context" label="Used for">
           <select id="context" name="context">
             {CONTEXTS.map((x) => (
               <option value={x} selected={x === context}>
@@ -327,7 +314,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
               </option>
             ))}
           </select>
-        </div>
+        </Field>
         <button type="submit" class="secondary">
           Check
         </button>
@@ -361,90 +348,71 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
         workspace's audit log. “Verify proof” checks, in this browser, that the entry is in the log under a
         signed checkpoint.
       </p>
-      <TableRegion label="Policy decisions">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Log index</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Algorithm</th>
-              <th scope="col">Request</th>
-              <th scope="col">Broken rules</th>
-              <th scope="col">Proof</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(decisions.ok ? decisions.body.data : []).map((d) => (
-              <tr data-decision-index={String(d.index)}>
-                <td>{d.index}</td>
-                <td>
-                  <span class={`badge ${d.outcome}`}>{d.outcome}</span>
-                </td>
-                <td>
-                  <code>{d.decision.algorithm}</code>
-                  <span class="hint">{d.decision.context}</span>
-                </td>
-                <td>
-                  {d.decision.method} <code>{d.decision.path}</code>
-                  <span class="hint mono">{d.decision.request_id}</span>
-                </td>
-                <td>{(d.decision.rules ?? []).map((r) => r.rule).join(', ')}</td>
-                <td>
-                  <button
-                    type="button"
-                    class="secondary small"
-                    data-verify-index={String(d.index)}
-                    data-request-id={d.decision.request_id}
-                    data-output={`proof-${d.index}`}
-                  >
-                    Verify proof
-                  </button>
-                  <output id={`proof-${d.index}`} class="verify-result" aria-live="polite" />
-                </td>
-              </tr>
-            ))}
-            {decisions.ok && decisions.body.data.length === 0 ? (
-              <tr>
-                <td colspan={6} class="muted">
-                  No violations recorded.
-                </td>
-              </tr>
-            ) : null}
-          </tbody>
-        </table>
-      </TableRegion>
+      <ApiRefusal result={decisions} what="Violations" />
+      <DataTable
+        label="Policy decisions"
+        columns={['Log index', 'Outcome', 'Algorithm', 'Request', 'Broken rules', 'Proof']}
+        rows={decisions.ok ? decisions.body.data : []}
+        empty="No violations recorded."
+        row={(d) => (
+          <tr data-decision-index={String(d.index)}>
+            <td>{d.index}</td>
+            <td>
+              <span class={`badge ${d.outcome}`}>{d.outcome}</span>
+            </td>
+            <td>
+              <code>{d.decision.algorithm}</code>
+              <span class="hint">{d.decision.context}</span>
+            </td>
+            <td>
+              {d.decision.method} <code>{d.decision.path}</code>
+              <span class="hint mono">{d.decision.request_id}</span>
+            </td>
+            <td>{(d.decision.rules ?? []).map((r) => r.rule).join(', ')}</td>
+            <td>
+              <button
+                type="button"
+                class="secondary small"
+                data-verify-index={String(d.index)}
+                data-request-id={d.decision.request_id}
+                data-output={`proof-${d.index}`}
+                aria-label={`Verify proof: log entry ${d.index}, request ${d.decision.request_id}`}
+              >
+                Verify proof
+              </button>
+              <output id={`proof-${d.index}`} class="verify-result" aria-live="polite" />
+            </td>
+          </tr>
+        )}
+      />
 
       <h2 id="registry-h">Algorithm registry</h2>
-      <TableRegion label="Algorithm registry">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Algorithm</th>
-              <th scope="col">Standard name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Status</th>
-              <th scope="col" class="num">
-                Level
-              </th>
-              <th scope="col">Replacement</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(registry.ok ? registry.body.data : []).map((a) => (
-              <tr>
-                <td>
-                  <code>{a.id}</code>
-                </td>
-                <td>{a.standardName}</td>
-                <td>{a.type}</td>
-                <td>{a.status}</td>
-                <td class="num">{a.securityLevel ?? '—'}</td>
-                <td>{a.replacement ? `${a.replacement} by ${a.deprecationDate}` : '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </TableRegion>
+      <ApiRefusal result={registry} what="The algorithm registry" />
+      <DataTable
+        label="Algorithm registry"
+        columns={[
+          'Algorithm',
+          'Standard name',
+          'Type',
+          'Status',
+          { label: 'Level', num: true },
+          'Replacement',
+        ]}
+        rows={registry.ok ? registry.body.data : []}
+        empty="No algorithms."
+        row={(a) => (
+          <tr>
+            <td>
+              <code>{a.id}</code>
+            </td>
+            <td>{a.standardName}</td>
+            <td>{a.type}</td>
+            <td>{a.status}</td>
+            <td class="num">{a.securityLevel ?? '—'}</td>
+            <td>{a.replacement ? `${a.replacement} by ${a.deprecationDate}` : '—'}</td>
+          </tr>
+        )}
+      />
     </Frame>,
     status,
   )

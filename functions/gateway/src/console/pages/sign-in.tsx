@@ -9,6 +9,7 @@ import type { Hono } from 'hono'
 import { base62 } from '../../../../../shared/auth/api-keys'
 import { AppError } from '../../../../../shared/http/errors'
 import { assetUrls } from '../assets'
+import { Field } from '../components'
 import { type ConsoleApp, type ConsoleContext, tokensFrom, withDatabase } from '../console.app'
 import { type Dispatch, jsonRequest } from '../console-api'
 import { Document, Notice, type Workspace } from '../layout'
@@ -66,8 +67,7 @@ async function render(c: ConsoleContext, state: FormState, status = 200) {
         >
           <input type="hidden" name="_csrf" value={csrf} />
           <input type="hidden" name="next" value={state.next} />
-          <div class="field">
-            <label for="email">Email</label>
+          <Field id="email" label="Email">
             <input
               id="email"
               name="email"
@@ -76,18 +76,18 @@ async function render(c: ConsoleContext, state: FormState, status = 200) {
               required
               value={state.email ?? ''}
             />
-          </div>
-          <div class="field">
-            <label for="password">Password</label>
+          </Field>
+          <Field id="password" label="Password">
             <input id="password" name="password" type="password" autocomplete="current-password" required />
-          </div>
+          </Field>
           {state.askTenant ? (
-            <div class="field">
-              <label for="tenant_id">
-                Workspace id<span class="hint">You belong to several workspaces; name the one to open.</span>
-              </label>
+            <Field
+              id="tenant_id"
+              label="Workspace id"
+              hint="You belong to several workspaces; name the one to open."
+            >
               <input id="tenant_id" name="tenant_id" type="text" required />
-            </div>
+            </Field>
           ) : null}
           <button type="submit">Sign in</button>
         </form>
@@ -106,6 +106,9 @@ export function signInPages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
     render(c, {
       next: safeNext(c.req.query('next')),
       ...(c.req.query('signed_out') ? { info: 'You are signed out.' } : {}),
+      ...(c.req.query('expired')
+        ? { info: 'Your session ended (signed in too long ago, or idle too long). Sign in again.' }
+        : {}),
     }),
   )
 

@@ -3,12 +3,14 @@
  * key in the current mode, and the request log (request id, endpoint, model, tokens, credits).
  */
 import type { Hono } from 'hono'
-import { BarChart, lastDays, toSeries } from '../charts'
+import { BarChart, lastDays, TotalsChart, toSeries } from '../charts'
+import { DataTable } from '../components'
 import { type ConsoleApp, frameOf, html } from '../console.app'
-import { Frame, formatCents, formatDate, formatNumber, Notice, TableRegion } from '../layout'
+import { Frame, formatCents, formatDate, formatNumber, Notice } from '../layout'
 import type { UsageReport, UsageRequests } from './billing-types'
 
 const PERIODS = [7, 14, 30, 90] as const
+const dollars = (cents: number) => `$${Number((cents / 100).toPrecision(3))}`
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export function usagePages(app: Hono<ConsoleApp>): void {
@@ -34,6 +36,18 @@ export function usagePages(app: Hono<ConsoleApp>): void {
     const keyName = new Map(
       (keys.ok ? keys.body.data : []).map((k) => [`key:${k.id}`, `${k.name} (${k.redacted_value})`]),
     )
+    // One series per model for each quantity, shared by the per-day and per-model charts (same colours).
+    const perModel = (subset: typeof rows, value: (r: (typeof rows)[number]) => number) =>
+      toSeries(
+        axis,
+        subset,
+        (r) => r.model,
+        (r) => r.day,
+        value,
+      )
+    const tokens = perModel(tokenRows, (r) => r.prompt_tokens + r.completion_tokens)
+    const requestCounts = perModel(rows, (r) => r.requests)
+    const credits = perModel(rows, (r) => r.credits_cents)
     const frame = await frameOf(c, 'Usage', 'usage')
     const log = requests.ok ? requests.body.data : []
     const oldest = log.at(-1)?.created_at
@@ -87,95 +101,62 @@ export function usagePages(app: Hono<ConsoleApp>): void {
             </div>
           </div>
         ) : null}
-        <h2>Per day and model</h2>
-        <BarChart
-          id="usage-tokens"
-          title="Tokens"
-          days={axis}
-          unit="tokens"
-          series={toSeries(
-            axis,
-            tokenRows,
-            (r) => r.model,
-            (r) => r.day,
-            (r) => r.prompt_tokens + r.completion_tokens,
-          )}
-        />
-        <BarChart
-          id="usage-requests"
-          title="Requests"
-          days={axis}
-          unit="requests"
-          series={toSeries(
-            axis,
-            rows,
-            (r) => r.model,
-            (r) => r.day,
-            (r) => r.requests,
-          )}
-        />
+        <h2>Per day</h2>
+        <BarChart id="usage-tokens" title="Tokens" days={axis} unit="tokens" series={tokens} />
+        <BarChart id="usage-requests" title="Requests" days={axis} unit="requests" series={requestCounts} />
         <BarChart
           id="usage-credits"
           title="Credits"
           days={axis}
           unit="USD"
-          format={(n) => `$${Number((n / 100).toPrecision(3))}`}
-          series={toSeries(
-            axis,
-            rows,
-            (r) => r.model,
-            (r) => r.day,
-            (r) => r.credits_cents,
-          )}
+          format={dollars}
+          whole={false}
+          series={credits}
+        />
+        <h2>Per model</h2>
+        <TotalsChart id="usage-tokens-by-model" title="Tokens" unit="tokens" series={tokens} />
+        <TotalsChart id="usage-requests-by-model" title="Requests" unit="requests" series={requestCounts} />
+        <TotalsChart
+          id="usage-credits-by-model"
+          title="Credits"
+          unit="USD"
+          format={dollars}
+          series={credits}
         />
         <h2 id="log-h">Request log</h2>
-        <TableRegion label="Request log">
-          <table aria-describedby="log-h">
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Request id</th>
-                <th scope="col">Endpoint</th>
-                <th scope="col">Model</th>
-                <th scope="col">Status</th>
-                <th scope="col" class="num">
-                  Tokens in / out
-                </th>
-                <th scope="col" class="num">
-                  Credits
-                </th>
-                <th scope="col">Key</th>
-              </tr>
-            </thead>
-            <tbody>
-              {log.map((r) => (
-                <tr>
-                  <td class="nowrap">{formatDate(r.created_at)}</td>
-                  <td>
-                    <code>{r.request_id}</code>
-                  </td>
-                  <td>{r.endpoint}</td>
-                  <td>{r.model}</td>
-                  <td>{r.estimated ? 'cut short (estimated)' : 'completed'}</td>
-                  <td class="num">
-                    {r.unit === 'tokens'
-                      ? `${formatNumber(r.prompt_tokens)} / ${formatNumber(r.completion_tokens)}`
-                      : `${formatNumber(r.quantity)} ${r.unit}`}
-                  </td>
-                  <td class="num">{formatCents(r.credits_cents)}</td>
-                  <td>{keyName.get(r.principal) ?? r.principal}</td>
-                </tr>
-              ))}
-              {log.length === 0 ? (
-                <tr>
-                  <td colspan={8} class="muted">
-                    No metered requests {before ? 'before this point' : 'yet'}.
-                  </td>
-                </tr>
-              ) : null}
-            </tbody>
-          </table>
-        </TableRegion>
+        <DataTable
+          label="Request log"
+          columns={[
+            'Time',
+            'Request id',
+            'Endpoint',
+            'Model',
+            'Status',
+            { label: 'Tokens in / out', num: true },
+            { label: 'Credits', num: true },
+            'Key',
+          ]}
+          rows={log}
+          empty={`No metered requests ${before ? 'before this point' : 'yet'}.`}
+          row={(r) => (
+            <tr>
+              <td class="nowrap">{formatDate(r.created_at)}</td>
+              <td>
+                <code>{r.request_id}</code>
+              </td>
+              <td>{r.endpoint}</td>
+              <td>{r.model}</td>
+              <td>{r.estimated ? 'cut short (estimated)' : 'completed'}</td>
+              <td class="num">
+                {r.unit === 'tokens'
+                  ? `${formatNumber(r.prompt_tokens)} / ${formatNumber(r.completion_tokens)}`
+                  : `${formatNumber(r.quantity)} ${r.unit}`}
+              </td>
+              <td class="num">{formatCents(r.credits_cents)}</td>
+              <td>{keyName.get(r.principal) ?? r.principal}</td>
+            </tr>
+          )}
+        />
         {requests.ok && requests.body.has_more && oldest ? (
           <p>
             <a

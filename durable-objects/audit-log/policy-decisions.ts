@@ -4,8 +4,8 @@
  * blocked in enforce mode — and wait for it to be durable before the request goes on or the 403
  * leaves. Postgres keeps its own copy for the violations listing (policy-store.ts).
  */
-import { failedRules } from '../crypto-policy/enforcement'
-import type { ViolationRecord } from '../crypto-policy/policy-store'
+import { failedRules } from '../../shared/crypto-policy/enforcement'
+import type { ViolationRecord } from '../../shared/crypto-policy/policy-store'
 import { type AuditLogNamespace, type AuditReceipt, appendAuditEvent } from './audit-client'
 
 export function appendPolicyDecisions(

@@ -22,11 +22,12 @@
  *   class_name = "AuditLog"
  *   script_name = "svc-platform"
  */
-import type { AuditLog, AuditReceipt } from '../../durable-objects/audit-log/audit-log.do'
-import { AppError } from '../http/errors'
-import { type AuditEvent, AuditEventSchema } from './audit-events'
 
-export type { AuditEvent, AuditEventKind } from './audit-events'
+import { type AuditEvent, AuditEventSchema } from '../../shared/audit/audit-events'
+import { AppError } from '../../shared/http/errors'
+import type { AuditLog, AuditReceipt } from './audit-log.do'
+
+export type { AuditEvent, AuditEventKind } from '../../shared/audit/audit-events'
 export type { AuditReceipt }
 
 export type AuditLogNamespace = DurableObjectNamespace<AuditLog>

@@ -1,0 +1,163 @@
+/**
+ * The pieces the console's pages share inside the frame: a list table (column headers, rows, the
+ * "nothing yet" row, inside a scrollable focusable region), a one-button change form (CSRF token,
+ * optional confirmation, the button's accessible name), a labelled form field with the server's
+ * message beside it, the secret shown once with its copy button, and the notice for an API
+ * refusal (with the upgrade link of an action-required body).
+ */
+import type { Child, FC, PropsWithChildren } from 'hono/jsx'
+import type { ApiResult } from './console-api'
+import { CsrfField, Notice, TableRegion } from './layout'
+
+export interface Column {
+  label: string
+  /** Right-aligned tabular figures. */
+  num?: boolean
+}
+
+/** A table of `rows` with one header per column and `empty` in a full-width row when none. */
+export function DataTable<T>(props: {
+  label: string
+  columns: readonly (string | Column | null)[]
+  rows: readonly T[]
+  row: (item: T) => Child
+  empty: string
+  caption?: Child
+}) {
+  const columns = props.columns
+    .filter((c): c is string | Column => c !== null)
+    .map((c) => (typeof c === 'string' ? { label: c } : c))
+  return (
+    <TableRegion label={props.label}>
+      <table>
+        {props.caption ? <caption class="muted">{props.caption}</caption> : null}
+        <thead>
+          <tr>
+            {columns.map((c) => (
+              <th scope="col" class={c.num ? 'num' : undefined}>
+                {c.label}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map(props.row)}
+          {props.rows.length === 0 ? (
+            <tr>
+              <td colspan={columns.length} class="muted">
+                {props.empty}
+              </td>
+            </tr>
+          ) : null}
+        </tbody>
+      </table>
+    </TableRegion>
+  )
+}
+
+/**
+ * A POST form that does one thing: the session's CSRF token, any extra fields (`children`, before
+ * the button), and a button whose accessible name says what it acts on (`name`, when the visible
+ * label alone is ambiguous in a table). `confirm` is asked by the console script before sending.
+ */
+export const PostAction: FC<
+  PropsWithChildren<{
+    action: string
+    csrf: string
+    label: string
+    name?: string
+    confirm?: string
+    kind?: 'primary' | 'secondary' | 'danger'
+    small?: boolean
+  }>
+> = ({ action, csrf, label, name, confirm, kind = 'secondary', small = true, children }) => (
+  <form method="post" action={action} class="inline" data-confirm={confirm}>
+    <CsrfField csrf={csrf} />
+    {children}
+    <button
+      type="submit"
+      class={[kind === 'primary' ? '' : kind, small ? 'small' : ''].filter(Boolean).join(' ') || undefined}
+      aria-label={name}
+    >
+      {label}
+    </button>
+  </form>
+)
+
+/** Row actions side by side (wrapping on a narrow screen). */
+export const Actions: FC<PropsWithChildren> = ({ children }) => <div class="actions">{children}</div>
+
+/**
+ * A labelled field. `error` is the server's message about this field: shown beside it as an
+ * alert with id `<id>-error`, which the control names in `aria-describedby` (see `invalid`).
+ */
+export const Field: FC<
+  PropsWithChildren<{ id: string; label: string; hint?: string; error?: string | null }>
+> = ({ id, label, hint, error, children }) => (
+  <div class="field">
+    <label for={id}>
+      {label}
+      {hint ? <span class="hint">{hint}</span> : null}
+    </label>
+    {children}
+    {error ? (
+      <span class="hint error-text" id={`${id}-error`} role="alert">
+        {error}
+      </span>
+    ) : null}
+  </div>
+)
+
+/** The attributes a control gets when its field has an error. */
+export function invalid(id: string, error: string | null | undefined) {
+  return error ? { 'aria-invalid': 'true' as const, 'aria-describedby': `${id}-error` } : {}
+}
+
+/** A new secret, shown in the answer to the form that made it and nowhere else, with a copy button. */
+export const SecretOnce: FC<PropsWithChildren<{ title: string; secret: string }>> = ({
+  title,
+  secret,
+  children,
+}) => (
+  <Notice kind="ok" title={title}>
+    {children}
+    <div class="secret">
+      <code id="new-secret">{secret}</code>
+      {/* Shown by the console script, which does the copying. */}
+      <button type="button" class="secondary small" data-copy="new-secret" data-status="copy-status" hidden>
+        Copy
+      </button>
+      <span id="copy-status" role="status" aria-live="polite" />
+    </div>
+  </Notice>
+)
+
+/** The API's refusal as a notice; an action-required body links to the console page it names. */
+export const ApiRefusal: FC<{ result: ApiResult<unknown>; what: string }> = ({ result, what }) => {
+  if (result.ok) return null
+  const upgrade = (
+    result.body as { svc_upgrade?: { actions?: { url: string | null; label: string }[] } } | null
+  )?.svc_upgrade?.actions?.find((a) => a.url)
+  const link = upgrade?.url ? new URL(upgrade.url) : null
+  return (
+    <Notice
+      kind={result.status >= 500 && result.status !== 501 ? 'error' : 'warn'}
+      title={`${what} unavailable`}
+    >
+      <p>
+        {result.error.message} <span class="muted">({result.error.code})</span>
+      </p>
+      {link && upgrade ? (
+        <p>
+          <a href={link.pathname + link.search}>{upgrade.label}</a>
+        </p>
+      ) : null}
+    </Notice>
+  )
+}
+
+/** What a form's answer says happened: shown at the top of the page it renders. */
+export type Flash = { kind: 'ok' | 'error'; text: string } | undefined
+
+export const FlashNotice: FC<{ flash: Flash }> = ({ flash }) =>
+  flash ? <Notice kind={flash.kind}>{flash.text}</Notice> : null

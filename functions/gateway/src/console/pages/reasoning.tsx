@@ -1,0 +1,329 @@
+/**
+ * Reasoning: quantum-reasoning jobs (the list with the workspace's capabilities; a job with its
+ * candidates, selection evidence, result and receipt; cancel a queued job or erase a finished one's
+ * content) and the QPU provider connections (connect, test, delete). A client of
+ * /svc/quantum-reasoning/*; when the plan lacks the feature the page shows the API's refusal.
+ */
+import type { Hono } from 'hono'
+import type {
+  ReasoningJob,
+  JobPage as ReasoningJobPage,
+} from '../../../../../durable-objects/reasoning-job/job.schemas'
+import { Actions, ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
+import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
+import { CsrfField, Frame, formatDate, formatNumber } from '../layout'
+
+/** The selection evidence shown for each candidate (all of its fields are one click away). */
+const EVIDENCE = [
+  'score',
+  'quality',
+  'consensus',
+  'quantum_frequency',
+  'mean_logprob',
+  'tokens',
+  'provider',
+  'finish_reason',
+] as const
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+type Job = ReasoningJob
+type JobPage = ReasoningJobPage
+
+interface Connection {
+  id: string
+  name: string
+  kind: string
+  base_url: string
+  target: string
+  created_at: string
+  last_test?: { ok: boolean; tested_at: string; error: { message: string } | null } | null
+}
+
+async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
+  const api = c.get('api')
+  const cursor = c.req.query('cursor')
+  const [jobs, connections] = await Promise.all([
+    api.get<JobPage>(
+      `/svc/quantum-reasoning/jobs?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    ),
+    api.get<{ data: Connection[] }>('/svc/quantum-reasoning/provider-connections'),
+  ])
+  const frame = await frameOf(c, 'Reasoning jobs', 'reasoning')
+  const admin = isAdmin(c)
+  return html(
+    c,
+    <Frame frame={frame}>
+      <h1>Reasoning jobs</h1>
+      <FlashNotice flash={flash} />
+      <ApiRefusal result={jobs} what="Reasoning jobs" />
+      {jobs.ok ? (
+        <>
+          <p class="lead">
+            Models {jobs.body.capabilities.allowed_models.join(', ') || 'none'} · real hardware{' '}
+            {jobs.body.capabilities.real_enabled ? 'enabled' : 'not enabled'} ·{' '}
+            {jobs.body.capabilities.remaining_credits} credits left
+          </p>
+          <DataTable
+            label="Reasoning jobs"
+            columns={['Job', 'Model', 'Status', 'Created']}
+            rows={jobs.body.jobs}
+            empty="No jobs."
+            row={(j) => (
+              <tr>
+                <td>
+                  <a href={`/console/reasoning/jobs/${j.id}`}>
+                    <code>{j.id}</code>
+                  </a>
+                </td>
+                <td>{j.model}</td>
+                <td>{j.status}</td>
+                <td class="nowrap">{formatDate(j.created_at)}</td>
+              </tr>
+            )}
+          />
+          {jobs.body.next_cursor ? (
+            <p>
+              <a href={`/console/reasoning?cursor=${encodeURIComponent(jobs.body.next_cursor)}`}>
+                Older jobs
+              </a>
+            </p>
+          ) : null}
+        </>
+      ) : null}
+
+      <h2 id="qpu-h">QPU provider connections</h2>
+      <ApiRefusal result={connections} what="Provider connections" />
+      {connections.ok ? (
+        <DataTable
+          label="QPU provider connections"
+          columns={['Name', 'Provider', 'Target', 'Created', admin ? 'Actions' : null]}
+          rows={connections.body.data}
+          empty="No connections."
+          row={(k) => (
+            <tr>
+              <td>{k.name}</td>
+              <td>
+                {k.kind} <span class="hint mono">{k.base_url}</span>
+              </td>
+              <td>{k.target}</td>
+              <td class="nowrap">{formatDate(k.created_at)}</td>
+              {admin ? (
+                <td>
+                  <Actions>
+                    <PostAction
+                      action={`/console/reasoning/connections/${k.id}/test`}
+                      csrf={frame.csrf}
+                      label="Test"
+                      name={`Test ${k.name}`}
+                    />
+                    <PostAction
+                      action={`/console/reasoning/connections/${k.id}/delete`}
+                      csrf={frame.csrf}
+                      label="Delete"
+                      name={`Delete ${k.name}`}
+                      kind="danger"
+                      confirm={`Delete the connection “${k.name}” and its stored credential?`}
+                    />
+                  </Actions>
+                </td>
+              ) : null}
+            </tr>
+          )}
+        />
+      ) : null}
+      {admin && connections.ok ? (
+        <form method="post" action="/console/reasoning/connections" class="panel" aria-labelledby="qpu-new-h">
+          <h3 id="qpu-new-h">Connect a provider</h3>
+          <CsrfField csrf={frame.csrf} />
+          <div class="form-grid">
+            <Field id="qpu-name" label="Name">
+              <input id="qpu-name" name="name" type="text" required maxlength={100} />
+            </Field>
+            <Field id="qpu-key" label="API key" hint="Stored encrypted, never shown again">
+              <input id="qpu-key" name="api_key" type="password" required autocomplete="off" />
+            </Field>
+          </div>
+          <input type="hidden" name="kind" value="ionq" />
+          <button type="submit">Connect IonQ</button>
+        </form>
+      ) : null}
+    </Frame>,
+    status,
+  )
+}
+
+async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
+  const found = await c
+    .get('api')
+    .get<{ job: Job }>(`/svc/quantum-reasoning/jobs/${encodeURIComponent(jobId)}`)
+  const frame = await frameOf(c, 'Reasoning job', 'reasoning')
+  const job = found.ok ? found.body.job : null
+  const cancellable = job && job.status === 'queued'
+  const finished = job && ['completed', 'classical_fallback', 'failed', 'cancelled'].includes(job.status)
+  return html(
+    c,
+    <Frame frame={frame}>
+      <h1>Reasoning job</h1>
+      <FlashNotice flash={flash} />
+      <ApiRefusal result={found} what="This job" />
+      {job ? (
+        <>
+          <dl class="facts panel">
+            <dt>Job</dt>
+            <dd>
+              <code>{job.id}</code>
+            </dd>
+            <dt>Status</dt>
+            <dd>
+              {job.status}
+              {job.error ? ` — ${job.error.code}: ${job.error.message}` : ''}
+              {job.fallback_reason ? ` (classical fallback: ${job.fallback_reason})` : ''}
+            </dd>
+            <dt>Model</dt>
+            <dd>
+              {job.model} · scoring {job.scoring_method}
+            </dd>
+            <dt>Hardware</dt>
+            <dd>
+              {job.requested_real ? 'real QPU requested' : 'simulation'} · {job.real_request_status}
+              {job.used_real_qubits ? ' · ran on real qubits' : ''}
+            </dd>
+            <dt>Attempts</dt>
+            <dd>
+              {job.attempt_count} of {job.max_attempts} · outcome {job.outcome_state}
+            </dd>
+            <dt>Selection</dt>
+            <dd>
+              {job.selected_index === undefined
+                ? '—'
+                : `candidate ${job.selected_index} by ${job.selector_backend ?? 'the selector'}${job.selector_confidence === undefined ? '' : ` (confidence ${job.selector_confidence.toFixed(2)})`}`}
+            </dd>
+            <dt>Usage</dt>
+            <dd>
+              {Object.entries(job.usage)
+                .map(([k, v]) => `${k.replaceAll('_', ' ')} ${formatNumber(v)}`)
+                .join(' · ') || '—'}
+            </dd>
+            <dt>Receipt</dt>
+            <dd>{job.inference_receipt_id ? <code>{job.inference_receipt_id}</code> : '—'}</dd>
+            <dt>Created</dt>
+            <dd>{formatDate(job.created_at)}</dd>
+          </dl>
+          {job.result ? (
+            <section aria-labelledby="job-result">
+              <h2 id="job-result">Result</h2>
+              <pre class="wrap">{job.result}</pre>
+            </section>
+          ) : null}
+          {job.candidates?.length ? (
+            <section aria-labelledby="job-candidates">
+              <h2 id="job-candidates">Candidates and selection evidence</h2>
+              <ol start={0} class="candidates">
+                {job.candidates.map((candidate, i) => (
+                  <li
+                    class={`panel${i === job.selected_index ? ' selected' : ''}`}
+                    data-selected={i === job.selected_index ? 'true' : undefined}
+                  >
+                    <p>
+                      {i === job.selected_index ? <span class="badge active">selected</span> : null}{' '}
+                      {EVIDENCE.filter((k) => candidate[k] !== undefined)
+                        .map((k) => `${k.replaceAll('_', ' ')} ${String(candidate[k])}`)
+                        .join(' · ')}
+                    </p>
+                    <pre class="wrap">{String(candidate.content ?? '')}</pre>
+                    <details>
+                      <summary>All fields of candidate {i}</summary>
+                      <pre>{JSON.stringify(candidate, null, 2)}</pre>
+                    </details>
+                  </li>
+                ))}
+              </ol>
+            </section>
+          ) : null}
+          {cancellable || finished ? (
+            <PostAction
+              action={`/console/reasoning/jobs/${job.id}/delete`}
+              csrf={frame.csrf}
+              label={cancellable ? 'Cancel job' : 'Delete job content'}
+              kind="danger"
+              small={false}
+              confirm={cancellable ? 'Cancel this job?' : 'Erase this finished job’s content?'}
+            />
+          ) : null}
+        </>
+      ) : null}
+      <p>
+        <a href="/console/reasoning">All jobs</a>
+      </p>
+    </Frame>,
+  )
+}
+
+export function reasoningPages(app: Hono<ConsoleApp>): void {
+  app.get('/reasoning', (c) => renderReasoning(c))
+
+  app.get('/reasoning/jobs/:id', (c) => {
+    const id = c.req.param('id')
+    return renderJob(c, UUID.test(id) ? id : '00000000-0000-0000-0000-000000000000')
+  })
+
+  app.post('/reasoning/jobs/:id/delete', async (c) => {
+    const id = c.req.param('id')
+    const result = await c.get('api').send('DELETE', `/svc/quantum-reasoning/jobs/${encodeURIComponent(id)}`)
+    return renderJob(
+      c,
+      id,
+      result.ok ? { kind: 'ok', text: 'Done.' } : { kind: 'error', text: result.error.message },
+    )
+  })
+
+  app.post('/reasoning/connections', async (c) => {
+    const made = await c.get('api').send<Connection>('POST', '/svc/quantum-reasoning/provider-connections', {
+      name: formString(c, 'name'),
+      kind: formString(c, 'kind') || 'ionq',
+      api_key: formString(c, 'api_key'),
+    })
+    return renderReasoning(
+      c,
+      made.ok
+        ? { kind: 'ok', text: `Connected “${made.body.name}”.` }
+        : { kind: 'error', text: made.error.message },
+      made.ok ? 201 : made.status,
+    )
+  })
+
+  app.post('/reasoning/connections/:id/test', async (c) => {
+    const tested = await c
+      .get('api')
+      .send<{ test?: { ok: boolean; error: { message: string } | null } }>(
+        'POST',
+        `/svc/quantum-reasoning/provider-connections/${encodeURIComponent(c.req.param('id'))}/test`,
+      )
+    const test = tested.ok ? tested.body.test : undefined
+    return renderReasoning(
+      c,
+      !tested.ok
+        ? { kind: 'error', text: tested.error.message }
+        : test && !test.ok
+          ? {
+              kind: 'error',
+              text: `The provider refused the credential: ${test.error?.message ?? 'unknown error'}`,
+            }
+          : { kind: 'ok', text: 'The provider accepted the credential.' },
+    )
+  })
+
+  app.post('/reasoning/connections/:id/delete', async (c) => {
+    const deleted = await c
+      .get('api')
+      .send('DELETE', `/svc/quantum-reasoning/provider-connections/${encodeURIComponent(c.req.param('id'))}`)
+    return renderReasoning(
+      c,
+      deleted.ok
+        ? { kind: 'ok', text: 'Connection deleted.' }
+        : { kind: 'error', text: deleted.error.message },
+      deleted.ok ? 200 : deleted.status,
+    )
+  })
+}

@@ -1,0 +1,305 @@
+/**
+ * Telemetry: the OTLP receiver's status (collector probe, the last minutes' error rate), totals per
+ * signal and the newest ingestions; and the observability tokens that open ingestion (owners and
+ * admins: create with the token shown once, rotate, revoke). A client of /platform/v1/telemetry/*
+ * and /platform/v1/observability-tokens.
+ */
+import type { z } from '@hono/zod-openapi'
+import type { Hono } from 'hono'
+import type {
+  IngestionListSchema,
+  ObservabilityTokenListSchema,
+  ObservabilityTokenWithSecretSchema,
+  TelemetryStatusSchema,
+} from '../../../../telemetry/src/telemetry.schemas'
+import {
+  Actions,
+  ApiRefusal,
+  DataTable,
+  Field,
+  type Flash,
+  FlashNotice,
+  invalid,
+  PostAction,
+  SecretOnce,
+} from '../components'
+import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
+import { CsrfField, Frame, formatDate, formatNumber } from '../layout'
+
+type TelemetryStatus = z.infer<typeof TelemetryStatusSchema>
+type IngestionList = z.infer<typeof IngestionListSchema>
+type TokenList = z.infer<typeof ObservabilityTokenListSchema>
+type TokenWithSecret = z.infer<typeof ObservabilityTokenWithSecretSchema>
+
+const TOKENS = '/platform/v1/observability-tokens'
+
+interface PageState {
+  flash?: Flash
+  /** A token just created or rotated: its value, shown in this answer only. */
+  secret?: { name: string; token: string; what: string }
+  /** A refused create: the server's message for the name field, and what was typed. */
+  nameError?: { message: string; value: string }
+}
+
+async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
+  const api = c.get('api')
+  const admin = isAdmin(c)
+  const [receiver, ingestions, tokens] = await Promise.all([
+    api.get<TelemetryStatus>('/platform/v1/telemetry/status'),
+    api.get<IngestionList>('/platform/v1/telemetry/ingestions?limit=50'),
+    admin ? api.get<TokenList>(TOKENS) : Promise.resolve(null),
+  ])
+  const frame = await frameOf(c, 'Telemetry', 'telemetry')
+  const tokenNames = new Map((tokens?.ok ? tokens.body.data : []).map((t) => [t.id, t.name]))
+  // An export's principal names the token (`sub:observability-token:<id>`) or the service account.
+  const sender = (principal: string) => {
+    const name = tokenNames.get(principal.split(':').at(-1) ?? '')
+    return name ? `token “${name}”` : <code>{principal}</code>
+  }
+  return html(
+    c,
+    <Frame frame={frame}>
+      <h1>Telemetry</h1>
+      <p class="lead">
+        OTLP traces, metrics and logs sent to <code>/otlp/v1/traces</code>, <code>/metrics</code> and{' '}
+        <code>/logs</code> with an observability token (below) or a service account's access token (audience{' '}
+        <code>internal-service</code>). API keys are refused there.
+      </p>
+      {state.secret ? (
+        <SecretOnce title={`${state.secret.what}: copy the token now`} secret={state.secret.token}>
+          <p>
+            This is the only time the token of “{state.secret.name}” is shown. Give it to your collector or
+            SDK as <code>Authorization: Bearer …</code>.
+          </p>
+        </SecretOnce>
+      ) : null}
+      <FlashNotice flash={state.flash} />
+
+      <ApiRefusal result={receiver} what="Receiver status" />
+      {receiver.ok ? (
+        <div class="cards">
+          <div class="card">
+            <h2>Collector</h2>
+            <p class="big" data-collector-state>
+              {!receiver.body.collector.configured
+                ? 'not configured'
+                : receiver.body.collector.reachable
+                  ? 'reachable'
+                  : 'unreachable'}
+            </p>
+            <p class="muted">
+              {receiver.body.collector.endpoint ?? ''}
+              {receiver.body.collector.probe_ms === null
+                ? ''
+                : ` · probe ${receiver.body.collector.probe_ms} ms`}
+              {receiver.body.collector.detail ? ` · ${receiver.body.collector.detail}` : ''}
+            </p>
+          </div>
+          <div class="card">
+            <h2>Last {Math.round(receiver.body.recent.window_seconds / 60)} min</h2>
+            <p class="big">
+              {formatNumber(receiver.body.recent.requests)} export
+              {receiver.body.recent.requests === 1 ? '' : 's'}
+            </p>
+            <p class="muted">
+              error rate {(receiver.body.recent.error_rate * 100).toFixed(1)}% ·{' '}
+              {formatNumber(receiver.body.recent.refused)} refused ·{' '}
+              {formatNumber(receiver.body.recent.collector_failed)} not taken by the collector
+            </p>
+          </div>
+        </div>
+      ) : null}
+
+      <h2 id="tokens-h">Observability tokens</h2>
+      {!admin ? (
+        <p class="muted">Only workspace owners and admins see and manage observability tokens.</p>
+      ) : null}
+      {tokens ? <ApiRefusal result={tokens} what="Observability tokens" /> : null}
+      {tokens?.ok ? (
+        <DataTable
+          label="Observability tokens"
+          columns={['Name', 'Token', 'Status', 'Created', 'Last used', 'Actions']}
+          rows={tokens.body.data}
+          empty="No observability tokens yet."
+          row={(t) => (
+            <tr data-token-id={t.id}>
+              <td>{t.name}</td>
+              <td class="nowrap">
+                <code>svc_ot_…{t.suffix}</code>
+              </td>
+              <td>
+                <span class={`badge ${t.revoked_at ? 'revoked' : 'active'}`}>
+                  {t.revoked_at ? 'revoked' : 'active'}
+                </span>
+                {t.rotated_at ? <span class="hint">rotated {formatDate(t.rotated_at)}</span> : null}
+              </td>
+              <td class="nowrap">{formatDate(t.created_at)}</td>
+              <td class="nowrap">{formatDate(t.last_used_at)}</td>
+              <td>
+                {t.revoked_at ? (
+                  '—'
+                ) : (
+                  <Actions>
+                    <PostAction
+                      action={`/console/telemetry/tokens/${t.id}/rotate`}
+                      csrf={frame.csrf}
+                      label="Rotate"
+                      name={`Rotate ${t.name}`}
+                      confirm={`Rotate “${t.name}”? The current token stops working at once.`}
+                    />
+                    <PostAction
+                      action={`/console/telemetry/tokens/${t.id}/revoke`}
+                      csrf={frame.csrf}
+                      label="Revoke"
+                      name={`Revoke ${t.name}`}
+                      kind="danger"
+                      confirm={`Revoke “${t.name}”? Exports with it are refused from now on.`}
+                    />
+                  </Actions>
+                )}
+              </td>
+            </tr>
+          )}
+        />
+      ) : null}
+      {tokens?.ok ? (
+        <form method="post" action="/console/telemetry/tokens" class="panel" aria-labelledby="token-new-h">
+          <h3 id="token-new-h">Create an observability token</h3>
+          <CsrfField csrf={frame.csrf} />
+          <Field
+            id="token-name"
+            label="Token name"
+            hint="Where it is used, e.g. production collector"
+            error={state.nameError?.message}
+          >
+            <input
+              id="token-name"
+              name="name"
+              type="text"
+              required
+              maxlength={120}
+              value={state.nameError?.value ?? ''}
+              {...invalid('token-name', state.nameError?.message)}
+            />
+          </Field>
+          <button type="submit">Create token</button>
+        </form>
+      ) : null}
+
+      <ApiRefusal result={ingestions} what="Ingestions" />
+      {ingestions.ok ? (
+        <>
+          <h2>Totals per signal</h2>
+          <DataTable
+            label="Totals per signal"
+            columns={[
+              'Signal',
+              { label: 'Exports', num: true },
+              { label: 'Forwarded', num: true },
+              { label: 'Failed', num: true },
+              { label: 'Items', num: true },
+              { label: 'Bytes', num: true },
+              'Last',
+            ]}
+            rows={ingestions.body.totals}
+            empty="Nothing ingested yet."
+            row={(t) => (
+              <tr>
+                <td>{t.signal}</td>
+                <td class="num">{formatNumber(t.requests)}</td>
+                <td class="num">{formatNumber(t.forwarded_requests)}</td>
+                <td class="num">{formatNumber(t.failed_requests)}</td>
+                <td class="num">{formatNumber(t.items)}</td>
+                <td class="num">{formatNumber(t.received_bytes)}</td>
+                <td class="nowrap">{formatDate(t.last_ingested_at)}</td>
+              </tr>
+            )}
+          />
+          <h2>Newest ingestions</h2>
+          <DataTable
+            label="Newest ingestions"
+            columns={[
+              'Time',
+              'Request id',
+              'Signal',
+              'Outcome',
+              { label: 'Items', num: true },
+              { label: 'Latency', num: true },
+              'Sent by',
+            ]}
+            rows={ingestions.body.data}
+            empty="Nothing ingested yet."
+            row={(i) => (
+              <tr>
+                <td class="nowrap">{formatDate(i.created_at)}</td>
+                <td>
+                  <code>{i.request_id}</code>
+                </td>
+                <td>{i.signal}</td>
+                <td>
+                  {i.outcome} ({i.status}){i.error_code ? <span class="hint">{i.error_code}</span> : null}
+                </td>
+                <td class="num">
+                  {formatNumber(i.items)}
+                  {i.rejected_items ? ` (${i.rejected_items} rejected)` : ''}
+                </td>
+                <td class="num">{i.duration_ms} ms</td>
+                <td>{sender(i.principal)}</td>
+              </tr>
+            )}
+          />
+        </>
+      ) : null}
+    </Frame>,
+    status,
+  )
+}
+
+export function telemetryPages(app: Hono<ConsoleApp>): void {
+  app.get('/telemetry', (c) => {
+    const revoked = c.req.query('revoked')
+    return render(c, revoked ? { flash: { kind: 'ok', text: `Token ${revoked} revoked.` } } : {})
+  })
+
+  app.post('/telemetry/tokens', async (c) => {
+    const name = formString(c, 'name')
+    const made = await c.get('api').send<TokenWithSecret>('POST', TOKENS, { name })
+    if (!made.ok) {
+      return render(
+        c,
+        made.error.param === 'name'
+          ? { nameError: { message: made.error.message, value: name } }
+          : { flash: { kind: 'error', text: made.error.message } },
+        made.status,
+      )
+    }
+    return render(c, { secret: { name: made.body.name, token: made.body.token, what: 'Token created' } }, 201)
+  })
+
+  app.post('/telemetry/tokens/:id/rotate', async (c) => {
+    const rotated = await c
+      .get('api')
+      .send<TokenWithSecret>('POST', `${TOKENS}/${encodeURIComponent(c.req.param('id'))}/rotate`)
+    if (!rotated.ok)
+      return render(c, { flash: { kind: 'error', text: rotated.error.message } }, rotated.status)
+    return render(c, {
+      secret: {
+        name: rotated.body.name,
+        token: rotated.body.token,
+        what: 'Rotated; the old token is refused from now on',
+      },
+    })
+  })
+
+  app.post('/telemetry/tokens/:id/revoke', async (c) => {
+    const revoked = await c
+      .get('api')
+      .send<TokenList['data'][number]>('DELETE', `${TOKENS}/${encodeURIComponent(c.req.param('id'))}`)
+    if (!revoked.ok)
+      return render(c, { flash: { kind: 'error', text: revoked.error.message } }, revoked.status)
+    return c.redirect(
+      `/console/telemetry?revoked=${encodeURIComponent(`“${revoked.body.name}” (…${revoked.body.suffix})`)}`,
+      303,
+    )
+  })
+}

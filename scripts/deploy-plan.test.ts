@@ -1,0 +1,80 @@
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { planDeploy, readConfigBindings, readWorkerBindings, withoutBindings } from './deploy-plan'
+import { ROOT, workerConfigPaths } from './workers'
+
+const real = () => workerConfigPaths().map((p) => readConfigBindings(path.join(ROOT, p)))
+
+/** Replays the steps: every upload binds only scripts that already exist. */
+function replay(steps: ReturnType<typeof planDeploy>, workers: ReturnType<typeof real>) {
+  const exists = new Set<string>()
+  const problems: string[] = []
+  for (const step of steps) {
+    const w = workers.find((x) => x.name === step.name)!
+    for (const t of w.targets)
+      if (!step.omit.includes(t.binding) && !exists.has(t.script))
+        problems.push(`${w.name}.${t.binding} -> ${t.script} before it exists`)
+    exists.add(w.name)
+  }
+  return problems
+}
+
+describe('the deploy order', () => {
+  it('on a fresh account, no upload binds a script that does not exist yet, and every worker ends whole', () => {
+    const workers = real()
+    const steps = planDeploy(workers, { bootstrap: true, last: 'svc-gateway' })
+    expect(replay(steps, workers)).toEqual([])
+    expect(steps.at(-1)).toEqual({ name: 'svc-gateway', omit: [] })
+    for (const w of workers) {
+      const lastUpload = steps.filter((s) => s.name === w.name).at(-1)
+      expect(lastUpload, w.name).toEqual({ name: w.name, omit: [] })
+    }
+    // The cycle today: svc-auth appends to svc-platform's AuditLog, svc-platform calls svc-auth.
+    expect(steps.filter((s) => s.omit.length > 0)).toHaveLength(1)
+  })
+
+  it('on an existing account, every worker is uploaded once, whole, in the same order', () => {
+    const workers = real()
+    const steps = planDeploy(workers, { last: 'svc-gateway' })
+    expect(steps.map((s) => s.name).sort()).toEqual(workers.map((w) => w.name).sort())
+    expect(steps.every((s) => s.omit.length === 0)).toBe(true)
+    expect(steps.findIndex((s) => s.name === 'svc-metering')).toBeLessThan(
+      steps.findIndex((s) => s.name === 'svc-chat'),
+    )
+  })
+
+  it('refuses a binding to a worker that is not in the repository', () => {
+    expect(() => planDeploy([{ name: 'a', targets: [{ binding: 'B', script: 'nope' }] }])).toThrow(/nope/)
+  })
+
+  it('reads and removes bindings in a config', () => {
+    const toml = [
+      'name = "svc-x"',
+      '[[durable_objects.bindings]]',
+      'name = "LOG"',
+      'class_name = "AuditLog"',
+      'script_name = "svc-y"',
+      '',
+      '[[durable_objects.bindings]]',
+      'name = "OWN"',
+      'class_name = "Own"',
+      '[[services]]',
+      'binding = "Z"',
+      'service = "svc-z"',
+      '[vars]',
+      'A = "1"',
+    ].join('\n')
+    expect(readWorkerBindings(toml)).toEqual({
+      name: 'svc-x',
+      targets: [
+        { binding: 'LOG', script: 'svc-y' },
+        { binding: 'Z', script: 'svc-z' },
+      ],
+    })
+    const stripped = withoutBindings(toml, ['LOG'])
+    expect(stripped).not.toContain('svc-y')
+    expect(stripped).toContain('name = "OWN"')
+    expect(stripped).toContain('[vars]')
+    expect(readWorkerBindings(stripped).targets).toEqual([{ binding: 'Z', script: 'svc-z' }])
+  })
+})

@@ -1,0 +1,119 @@
+/**
+ * The order `npm run deploy` uploads the workers in, read from their wrangler configs: a worker
+ * goes after every worker it binds (a Durable Object class by `script_name`, a service by
+ * `service`), because Cloudflare refuses an upload whose binding names a script that does not
+ * exist yet. The bindings form one cycle today (svc-auth appends to the AuditLog hosted by
+ * svc-platform; svc-platform calls svc-auth to sign the attestation), so on a fresh account
+ * (`--bootstrap`) the cycle is broken by uploading one of its workers first without the bindings
+ * whose targets are missing, and uploading it again, whole, once they exist. On an account where
+ * every script exists, the same order is used with no partial uploads.
+ */
+import { readFileSync } from 'node:fs'
+
+export interface WorkerBindings {
+  name: string
+  /** The other workers it binds, by binding name. */
+  targets: { binding: string; script: string }[]
+}
+
+export interface DeployStep {
+  name: string
+  /** Bindings left out of this upload because their target is not deployed yet (bootstrap only). */
+  omit: string[]
+}
+
+/** The cross-worker bindings in one wrangler.toml (array-of-tables `durable_objects.bindings` and `services`). */
+export function readWorkerBindings(tomlText: string): WorkerBindings {
+  const name = /^name\s*=\s*"([^"]+)"/m.exec(tomlText)?.[1]
+  if (!name) throw new Error('wrangler config without a name')
+  const targets: WorkerBindings['targets'] = []
+  for (const block of tableBlocks(tomlText)) {
+    if (block.header !== 'durable_objects.bindings' && block.header !== 'services') continue
+    const binding = /^(?:binding|name)\s*=\s*"([^"]+)"/m.exec(block.body)?.[1]
+    const script = /^(?:script_name|service)\s*=\s*"([^"]+)"/m.exec(block.body)?.[1]
+    if (binding && script && script !== name) targets.push({ binding, script })
+  }
+  return { name, targets }
+}
+
+/** `[[header]]` array-of-tables blocks: from the header line to the next table header. */
+export function tableBlocks(
+  tomlText: string,
+): { header: string; start: number; end: number; body: string }[] {
+  const lines = tomlText.split('\n')
+  const blocks: { header: string; start: number; end: number; body: string }[] = []
+  for (let i = 0; i < lines.length; i++) {
+    const header = /^\[\[([\w.]+)\]\]\s*$/.exec(lines[i]!)?.[1]
+    if (!header) continue
+    let end = i + 1
+    while (end < lines.length && !/^\[/.test(lines[end]!)) end++
+    blocks.push({ header, start: i, end, body: lines.slice(i + 1, end).join('\n') })
+  }
+  return blocks
+}
+
+/** The config without the named `durable_objects.bindings` / `services` entries. */
+export function withoutBindings(tomlText: string, omit: readonly string[]): string {
+  const lines = tomlText.split('\n')
+  const drop = new Set<number>()
+  for (const block of tableBlocks(tomlText)) {
+    if (block.header !== 'durable_objects.bindings' && block.header !== 'services') continue
+    const binding = /^(?:binding|name)\s*=\s*"([^"]+)"/m.exec(block.body)?.[1]
+    if (binding && omit.includes(binding)) for (let i = block.start; i < block.end; i++) drop.add(i)
+  }
+  return lines.filter((_, i) => !drop.has(i)).join('\n')
+}
+
+/**
+ * The uploads, in order. `last` goes at the very end (the gateway: the public entry point changes
+ * only when everything behind it is in place). With `bootstrap`, a cycle is broken at the worker
+ * with the fewest missing targets (then by name) and that worker is uploaded again at the end of
+ * the cycle's part of the order; without it every target is assumed to exist already.
+ */
+export function planDeploy(
+  workers: readonly WorkerBindings[],
+  { bootstrap = false, last = '' } = {},
+): DeployStep[] {
+  const known = new Set(workers.map((w) => w.name))
+  for (const w of workers)
+    for (const t of w.targets)
+      if (!known.has(t.script))
+        throw new Error(`${w.name} binds ${t.binding} to ${t.script}, which is not a worker here`)
+  const deployed = new Set<string>()
+  const steps: DeployStep[] = []
+  const partial = new Set<string>()
+  const pending = workers.filter((w) => w.name !== last).sort((a, b) => a.name.localeCompare(b.name))
+  const missing = (w: WorkerBindings) => w.targets.filter((t) => !deployed.has(t.script))
+  while (pending.length > 0) {
+    let index = pending.findIndex((w) => missing(w).length === 0)
+    let omit: string[] = []
+    if (index < 0) {
+      // A cycle: every remaining worker waits on another one.
+      index = pending.reduce(
+        (best, w, i) => (missing(w).length < missing(pending[best]!).length ? i : best),
+        0,
+      )
+      omit = missing(pending[index]!).map((t) => t.binding)
+      if (bootstrap) partial.add(pending[index]!.name)
+      else omit = []
+    }
+    const [worker] = pending.splice(index, 1)
+    steps.push({ name: worker!.name, omit })
+    deployed.add(worker!.name)
+    // Upload a partial worker again, whole, as soon as all of its targets exist.
+    for (const name of [...partial]) {
+      const w = workers.find((x) => x.name === name)!
+      if (missing(w).length === 0) {
+        steps.push({ name, omit: [] })
+        partial.delete(name)
+      }
+    }
+  }
+  const gateway = workers.find((w) => w.name === last)
+  if (gateway) steps.push({ name: gateway.name, omit: [] })
+  return steps
+}
+
+export function readConfigBindings(configPath: string): WorkerBindings {
+  return readWorkerBindings(readFileSync(configPath, 'utf8'))
+}
