@@ -81,7 +81,9 @@ async function buildServer(caller: McpCaller): Promise<McpServer> {
   const schemas = await toolOutputSchemas(caller.env)
   const server = new McpServer(SERVER_INFO, {
     instructions: INSTRUCTIONS,
-    capabilities: { tools: {}, resources: {} },
+    // The tool and resource lists never change while a server lives (one request): say so, or
+    // 2026-07-28 clients would wait on listen streams for list-changed notifications.
+    capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
     jsonSchemaValidator: validator,
   })
   for (const spec of TOOLS) {
