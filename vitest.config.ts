@@ -164,6 +164,15 @@ export default defineConfig(async () => {
                     bindings: { LOG_SIGNING_KEYS: logSigningKeys } as Record<string, string>,
                     durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
                   },
+                  {
+                    // Signs inference receipts with the token keys.
+                    name: 'svc-auth',
+                    modules: true,
+                    scriptPath: authBundle,
+                    compatibilityDate: '2026-10-01',
+                    compatibilityFlags: ['nodejs_compat'],
+                    bindings: { JWT_SIGNING_KEYS: tokenSigningKeys },
+                  },
                 ],
               },
             })),

@@ -19,6 +19,7 @@
  * |             | model retry, interrupted turn)                                               |
  */
 import { z } from 'zod'
+import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { ProviderChatMessage } from '../../shared/providers/chat-wire'
 import type { Identity } from '../../shared/worker/request-context'
@@ -158,7 +159,7 @@ export const TurnMeterSchema = z.object({
       z.object({
         kind: z.literal('access_token'),
         subject: z.string(),
-        audience: z.enum(['platform', 'internal-service', 'external-api']),
+        audience: z.enum(AUDIENCES),
         tokenId: z.string(),
         algorithm: z.string(),
       }),

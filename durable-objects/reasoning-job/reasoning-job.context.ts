@@ -7,6 +7,8 @@ import type { RateLimiterNamespace } from '../../shared/metering'
 import type { PlanCatalogEnv } from '../../shared/plans'
 import type { QpuAccountEnv } from '../../shared/quantum/providers/provider-accounts'
 import type { QpuQueueMessage } from '../../shared/quantum/qpu-queue'
+import type { AuditLogNamespace } from '../audit-log/audit-client'
+import type { DocumentSigner } from './inference-receipt'
 import type { ReasoningSettingsEnv } from './job-settings'
 import type { QpuSettingsEnv } from './qpu-settings'
 
@@ -19,6 +21,10 @@ export type ReasoningJobEnv = ReasoningSettingsEnv &
     readonly QPU_QUEUE?: Queue<QpuQueueMessage>
     /** The RateLimiter objects: a job's quote is reserved at creation and settled when it ends. */
     readonly RATE_LIMITER: RateLimiterNamespace
+    /** The auth worker (service binding): signs inference receipts with the token keys. */
+    readonly AUTH?: DocumentSigner
+    /** The tenants' audit logs (svc-platform): inference receipts are recorded there. */
+    readonly AUDIT_LOG?: AuditLogNamespace
     /** KEKs of jobs' content at rest, JSON `[{"kid", "key"}]` (content-crypto.ts); unset: 503. */
     readonly CONTENT_KEKS?: string
     /** Model providers (docs/providers.md); unset: live-key jobs cannot run. */

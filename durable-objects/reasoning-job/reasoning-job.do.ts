@@ -25,6 +25,7 @@
  *   released when it fails or is cancelled. The settle is due work written with the terminal state.
  */
 import { DurableObject } from 'cloudflare:workers'
+import { toBase64 } from '../../shared/audit/checkpoint'
 import { sha256Hex } from '../../shared/crypto/digests'
 import { openDatabase } from '../../shared/db/client'
 import { AppError, toAppError } from '../../shared/http/errors'
@@ -42,6 +43,7 @@ import { openQpuProvider } from '../../shared/quantum/providers/ionq-v03'
 import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/provider-accounts'
 import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
+import { appendAuditEvent } from '../audit-log/audit-client'
 import {
   type ContentCipher,
   contentCipher,
@@ -50,6 +52,15 @@ import {
   rewrapDataKey,
   wrappingKid,
 } from './content-crypto'
+import {
+  type InferenceReceiptResponse,
+  RECEIPT_SIGNING_ALGORITHM,
+  RECEIPT_TYPE,
+  type ReceiptStatement,
+  receiptDigest,
+  receiptPayload,
+  signReceipt,
+} from './inference-receipt'
 import {
   isTerminal,
   type JobCreateRequest,
@@ -155,6 +166,10 @@ export interface JobErrorData {
   headers: Record<string, string>
   extraBody: Record<string, unknown> | null
 }
+
+export type ReceiptReply =
+  | { ok: true; receipt: InferenceReceiptResponse }
+  | { ok: false; error: JobErrorData }
 
 export type JobReply = { ok: true; job: ReasoningJobRecord } | { ok: false; error: JobErrorData }
 
@@ -423,6 +438,10 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         this.store.schedule('meter_settle', this.now() + RETRY_SIDE_WORK_MS)
         await this.settle()
         return
+      case 'issue_receipt':
+        this.store.schedule('issue_receipt', this.now() + RETRY_SIDE_WORK_MS)
+        await this.issueReceipt()
+        return
       case 'advance':
         await this.advance()
         return
@@ -646,6 +665,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     )
     this.store.unschedule('advance')
     this.store.schedule('meter_settle', now)
+    this.store.schedule('issue_receipt', now)
   }
 
   /** The classical argmax answers: real hardware was not used (`realRequestStatus` says why). */
@@ -1135,6 +1155,120 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     if (!delivered) return
     this.store.markSettled()
     this.store.unschedule('meter_settle')
+  }
+
+  /**
+   * Signs the finished job's inference receipt and records it in the tenant's audit log, in three
+   * stored steps (the statement, the envelope, the log entry), so a retry after a crash signs the
+   * same statement and appends it once (the log's idempotency key is the receipt id). The job
+   * names the receipt only once it is logged.
+   */
+  private async issueReceipt(): Promise<void> {
+    const job = this.store.job()
+    if (
+      !job ||
+      job.receipt_id !== null ||
+      !(job.status === 'completed' || job.status === 'classical_fallback')
+    ) {
+      this.store.unschedule('issue_receipt')
+      return
+    }
+    if (!this.store.receipt()) this.store.createReceipt(await this.receiptStatement(job))
+    let receipt = this.store.receipt()!
+    if (receipt.envelope_json === null || receipt.kid === null) {
+      if (!this.env.AUTH) throw new Error('the AUTH binding is missing: inference receipts cannot be signed')
+      const signed = await signReceipt(this.env.AUTH, receiptPayload(receipt.statement_json))
+      if (!signed.ok) throw new Error(`signing the inference receipt: ${signed.code}: ${signed.message}`)
+      this.store.setReceiptEnvelope(signed.envelope, signed.kid)
+      receipt = this.store.receipt()!
+    }
+    if (receipt.log_json === null) {
+      const entry = await appendAuditEvent(
+        this.env.AUDIT_LOG,
+        job.tenant_id,
+        {
+          kind: 'inference_receipt.issued',
+          receipt_id: receipt.receipt_id,
+          receipt_digest: receiptDigest(receiptPayload(receipt.statement_json)),
+          subject: `reasoning_job:${job.job_id}`,
+          kid: receipt.kid!,
+          alg: RECEIPT_SIGNING_ALGORITHM,
+          request_id: job.request_id,
+        },
+        { idempotencyKey: `inference-receipt:${receipt.receipt_id}` },
+      )
+      this.store.setReceiptLog({ origin: entry.log, index: entry.index, leaf_hash: toBase64(entry.leafHash) })
+    }
+    const now = this.now()
+    this.commit({ receipt_id: receipt.receipt_id }, now)
+    this.store.unschedule('issue_receipt')
+  }
+
+  /** What the receipt states: the job, what each candidate was (digests) and scored, the choice, usage. */
+  private async receiptStatement(job: JobRow): Promise<ReceiptStatement> {
+    const usage = this.view(job, false).then((v) => v.usage)
+    return {
+      _type: RECEIPT_TYPE,
+      receipt_id: crypto.randomUUID(),
+      issued_at: iso(this.now()),
+      job: {
+        id: job.job_id,
+        tenant_id: job.tenant_id,
+        model: job.model,
+        product: job.product,
+        scoring_method: SCORING_METHOD_OF[job.model],
+        status: job.status,
+        created_at: iso(job.created_at),
+        completed_at: iso(job.completed_at ?? job.updated_at),
+      },
+      prompt_digest: `sha256:${sha256Hex(await this.prompt(job))}`,
+      candidates: this.store.candidates().map((c) => ({
+        index: c.idx,
+        digest: c.digest,
+        provider: c.provider,
+        scores: c.evidence_json ?? {},
+      })),
+      selection: {
+        selected_index: job.selected_index ?? 0,
+        selector_backend: job.selector_backend ?? 'none',
+        selector_confidence: job.selector_confidence ?? 0,
+        fallback_reason: job.fallback_reason,
+        used_real_qubits: job.real_request_status === 'executed',
+        real_request_status: job.real_request_status,
+      },
+      usage: await usage,
+    }
+  }
+
+  /** GET .../receipt: the signed receipt and where it is logged; 404 until it is issued. */
+  async receipt(caller: JobCaller, jwksUrl: string): Promise<ReceiptReply> {
+    const job = this.store.job()
+    if (!job || job.tenant_id !== caller.tenantId) return { ok: false, error: errorData(jobNotFound()) }
+    const receipt = this.store.receipt()
+    if (job.receipt_id === null || !receipt?.envelope_json || !receipt.log_json) {
+      return {
+        ok: false,
+        error: errorData(
+          new AppError(
+            404,
+            'receipt_not_issued',
+            `This job has no inference receipt ${isTerminal(job.status) ? 'yet' : 'until it completes'}: receipts are issued for completed and classical_fallback jobs, moments after they finish (the job's inference_receipt_id names it then).`,
+            { param: 'jobId' },
+          ),
+        ),
+      }
+    }
+    return {
+      ok: true,
+      receipt: {
+        object: 'inference_receipt',
+        receipt_id: receipt.receipt_id,
+        envelope: receipt.envelope_json,
+        statement: receipt.statement_json,
+        jwks_url: jwksUrl,
+        audit_log: receipt.log_json,
+      },
+    }
   }
 
   // --- views ------------------------------------------------------------------------------------

@@ -8,10 +8,12 @@
  *                          a replay of the same request.
  *   GET    /jobs           a page of the tenant's jobs with the caller's capabilities.
  *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or a non-uuid).
+ *   GET    /jobs/{jobId}/receipt   the signed inference receipt and its audit-log entry (404 until issued).
  *   DELETE /jobs/{jobId}   queued → cancelled; finished → content erased; started → 409.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
+import { InferenceReceiptResponseSchema } from '../../../durable-objects/reasoning-job/inference-receipt'
 import {
   type JobCreateRequest,
   JobCreateRequestSchema,
@@ -27,6 +29,7 @@ import {
   jobNotFound,
   jobObjectName,
   type ReasoningJob,
+  type ReceiptReply,
 } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
@@ -93,7 +96,7 @@ function jobStoreUnavailable(err: unknown): AppError {
   )
 }
 
-async function callJob(work: () => Promise<JobReply>): Promise<JobReply> {
+async function callJob<R = JobReply>(work: () => Promise<R>): Promise<R> {
   try {
     return await work()
   } catch (err) {
@@ -101,11 +104,13 @@ async function callJob(work: () => Promise<JobReply>): Promise<JobReply> {
   }
 }
 
+function refused(error: Extract<JobReply, { ok: false }>['error']): AppError {
+  const { status, code, message, param, headers, extraBody } = error
+  return new AppError(status, code, message, { param, headers, ...(extraBody ? { extraBody } : {}) })
+}
+
 function answer(reply: JobReply) {
-  if (!reply.ok) {
-    const { status, code, message, param, headers, extraBody } = reply.error
-    throw new AppError(status, code, message, { param, headers, ...(extraBody ? { extraBody } : {}) })
-  }
+  if (!reply.ok) throw refused(reply.error)
   return reply.job
 }
 
@@ -315,6 +320,38 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
     const jobId = jobIdOf(c.req.param('jobId'))
     const reply = await callJob(() => jobObject(c.env, identity.tenantId, jobId).get(jobCaller(identity)))
     return c.json({ job: answer(reply) }, 200)
+  })
+
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'get',
+      path: '/svc/quantum-reasoning/jobs/{jobId}/receipt',
+      tags: ['Reasoning'],
+      summary:
+        "The job's signed inference receipt (DSSE, ML-DSA-65 with the token keys: verify with the JWKS) and its audit-log entry",
+      request: { params: JobIdParamSchema },
+      responses: {
+        200: {
+          description: 'The receipt',
+          content: { 'application/json': { schema: InferenceReceiptResponseSchema } },
+        },
+        404: errorResponse('No such job in your workspace, or no receipt issued yet (receipt_not_issued)'),
+      },
+    }),
+  )
+  app.get('/svc/quantum-reasoning/jobs/:jobId/receipt', async (c) => {
+    const identity = callerOf(c)
+    const jobId = jobIdOf(c.req.param('jobId'))
+    const jwksUrl = `${c.get('request').baseUrl}/.well-known/jwks.json`
+    const reply = await callJob<ReceiptReply>(
+      async () =>
+        (await jobObject(c.env, identity.tenantId, jobId).receipt(
+          jobCaller(identity),
+          jwksUrl,
+        )) as ReceiptReply,
+    )
+    if (!reply.ok) throw refused(reply.error)
+    return c.json(reply.receipt, 200)
   })
 
   app.openAPIRegistry.registerPath(
