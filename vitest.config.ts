@@ -146,7 +146,7 @@ export default defineConfig(async () => {
         },
         {
           // The reasoning worker hosts ReasoningJob; jobs are indexed in Postgres (the unit
-          // database), metered by the RateLimiter of the metering worker and audited in the
+          // database), call the fake IonQ provider (its own process), metered by the RateLimiter of the metering worker and audited in the
           // AuditLog objects of the platform worker, both beside it.
           plugins: [
             cloudflareTest(({ inject }) => ({
@@ -164,6 +164,15 @@ export default defineConfig(async () => {
                     bindings: { LOG_SIGNING_KEYS: logSigningKeys } as Record<string, string>,
                     durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
                   },
+                  {
+                    // Signs inference receipts with the token keys.
+                    name: 'svc-auth',
+                    modules: true,
+                    scriptPath: authBundle,
+                    compatibilityDate: '2026-10-01',
+                    compatibilityFlags: ['nodejs_compat'],
+                    bindings: { JWT_SIGNING_KEYS: tokenSigningKeys },
+                  },
                 ],
               },
             })),
@@ -171,7 +180,8 @@ export default defineConfig(async () => {
           test: {
             name: 'do-reasoning',
             include: ['durable-objects/reasoning-job/**/*.do.test.ts', 'functions/reasoning/**/*.do.test.ts'],
-            globalSetup: ['test/support/unit-database.setup.ts'],
+            // The QPU path talks to the fake IonQ provider over HTTP, as in production.
+            globalSetup: ['test/support/unit-database.setup.ts', 'test/support/ionq-provider.setup.ts'],
             passWithNoTests: true,
           },
         },

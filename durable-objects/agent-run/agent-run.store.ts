@@ -19,9 +19,11 @@
  * |             | model retry, interrupted turn)                                               |
  */
 import { z } from 'zod'
+import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { ProviderChatMessage } from '../../shared/providers/chat-wire'
 import type { Identity } from '../../shared/worker/request-context'
+import { parseStoredRows, type StoredRow } from '../stored-rows'
 import { RUN_STATES, type RunState, type TokenUsage, TokenUsageSchema } from './agent-events'
 import { type FileChange, FileChangeSchema } from './file-changes'
 import { type TurnSettings, TurnSettingsSchema } from './turn-settings'
@@ -157,7 +159,7 @@ export const TurnMeterSchema = z.object({
       z.object({
         kind: z.literal('access_token'),
         subject: z.string(),
-        audience: z.enum(['platform', 'internal-service', 'external-api']),
+        audience: z.enum(AUDIENCES),
         tokenId: z.string(),
         algorithm: z.string(),
       }),
@@ -266,20 +268,7 @@ export type DueWorkRow = z.infer<typeof DueWorkRowSchema>
 
 const StoredMessageSchema = z.object({ role: z.enum(['system', 'user', 'assistant', 'tool']) }).loose()
 
-type Row = Record<string, SqlStorageValue>
-
-function parseRows<T extends z.ZodType>(schema: T, rows: Row[], table: string): z.infer<T>[] {
-  return rows.map((row) => {
-    const parsed = schema.safeParse(row)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new Error(
-        `stored ${table} row does not fit its schema: ${issue?.path.join('.')}: ${issue?.message}`,
-      )
-    }
-    return parsed.data
-  })
-}
+type Row = StoredRow
 
 export interface NewRun {
   runId: string
@@ -345,7 +334,7 @@ export class RunStore {
 
   run(): RunRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM run WHERE id = 1`).toArray()
-    return rows.length === 0 ? null : parseRows(RunRowSchema, rows, 'run')[0]!
+    return rows.length === 0 ? null : parseStoredRows(RunRowSchema, rows, 'run')[0]!
   }
 
   createRun(run: NewRun): void {
@@ -448,12 +437,12 @@ export class RunStore {
 
   turn(turnId: string): TurnRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM turns WHERE turn_id = ?`, turnId).toArray()
-    return rows.length === 0 ? null : parseRows(TurnRowSchema, rows, 'turns')[0]!
+    return rows.length === 0 ? null : parseStoredRows(TurnRowSchema, rows, 'turns')[0]!
   }
 
   lastTurn(): TurnRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM turns ORDER BY ordinal DESC LIMIT 1`).toArray()
-    return rows.length === 0 ? null : parseRows(TurnRowSchema, rows, 'turns')[0]!
+    return rows.length === 0 ? null : parseStoredRows(TurnRowSchema, rows, 'turns')[0]!
   }
 
   turnCount(): number {
@@ -583,11 +572,11 @@ export class RunStore {
 
   toolCall(callId: string): ToolCallRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM tool_calls WHERE call_id = ?`, callId).toArray()
-    return rows.length === 0 ? null : parseRows(ToolCallRowSchema, rows, 'tool_calls')[0]!
+    return rows.length === 0 ? null : parseStoredRows(ToolCallRowSchema, rows, 'tool_calls')[0]!
   }
 
   toolCallsIn(status: ToolCallState): ToolCallRow[] {
-    return parseRows(
+    return parseStoredRows(
       ToolCallRowSchema,
       this.sql.exec<Row>(`SELECT * FROM tool_calls WHERE status = ? ORDER BY rowid`, status).toArray(),
       'tool_calls',
@@ -619,11 +608,11 @@ export class RunStore {
 
   approval(approvalId: string): ApprovalRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM approvals WHERE approval_id = ?`, approvalId).toArray()
-    return rows.length === 0 ? null : parseRows(ApprovalRowSchema, rows, 'approvals')[0]!
+    return rows.length === 0 ? null : parseStoredRows(ApprovalRowSchema, rows, 'approvals')[0]!
   }
 
   approvalsIn(status: ApprovalState): ApprovalRow[] {
-    return parseRows(
+    return parseStoredRows(
       ApprovalRowSchema,
       this.sql.exec<Row>(`SELECT * FROM approvals WHERE status = ? ORDER BY rowid`, status).toArray(),
       'approvals',
@@ -632,7 +621,7 @@ export class RunStore {
 
   /** Expired approvals whose resolution events have not been emitted yet. */
   unreportedExpiries(): ApprovalRow[] {
-    return parseRows(
+    return parseStoredRows(
       ApprovalRowSchema,
       this.sql
         .exec<Row>(`SELECT * FROM approvals WHERE status = 'expired' AND reported = 0 ORDER BY rowid`)
@@ -682,7 +671,7 @@ export class RunStore {
   }
 
   dueWork(now: number): DueWorkRow[] {
-    return parseRows(
+    return parseStoredRows(
       DueWorkRowSchema,
       this.sql
         .exec<Row>(`SELECT * FROM due_work WHERE due_at <= ? ORDER BY due_at, kind, ref`, now)
@@ -692,7 +681,7 @@ export class RunStore {
   }
 
   allDueWork(): DueWorkRow[] {
-    return parseRows(
+    return parseStoredRows(
       DueWorkRowSchema,
       this.sql.exec<Row>(`SELECT * FROM due_work ORDER BY due_at, kind, ref`).toArray(),
       'due_work',

@@ -128,11 +128,12 @@ export function reconcileMiss(
   now: number,
   how: 'missing' | 'failed',
   detail: string,
+  graceMs: number = RECONCILE_GRACE_MS,
 ): QpuAttempt {
   if (a.status !== 'outcome_unknown') return a
   const tries = a.reconcileTries + 1
   const since = a.unknownSince ?? now
-  if ((how === 'missing' && now - since >= RECONCILE_GRACE_MS) || tries >= MAX_RECONCILE_TRIES) {
+  if ((how === 'missing' && now - since >= graceMs) || tries >= MAX_RECONCILE_TRIES) {
     return {
       ...a,
       status: 'abandoned',

@@ -5,13 +5,26 @@
 import type { DatabaseEnv } from '../../shared/db/client'
 import type { RateLimiterNamespace } from '../../shared/metering'
 import type { PlanCatalogEnv } from '../../shared/plans'
+import type { QpuAccountEnv } from '../../shared/quantum/providers/provider-accounts'
+import type { QpuQueueMessage } from '../../shared/quantum/qpu-queue'
+import type { AuditLogNamespace } from '../audit-log/audit-client'
+import type { DocumentSigner } from './inference-receipt'
 import type { ReasoningSettingsEnv } from './job-settings'
+import type { QpuSettingsEnv } from './qpu-settings'
 
 export type ReasoningJobEnv = ReasoningSettingsEnv &
+  QpuSettingsEnv &
+  QpuAccountEnv &
   PlanCatalogEnv &
   DatabaseEnv & {
+    /** The QPU queue (producer): a real-hardware job sends its attempt's messages here. */
+    readonly QPU_QUEUE?: Queue<QpuQueueMessage>
     /** The RateLimiter objects: a job's quote is reserved at creation and settled when it ends. */
     readonly RATE_LIMITER: RateLimiterNamespace
+    /** The auth worker (service binding): signs inference receipts with the token keys. */
+    readonly AUTH?: DocumentSigner
+    /** The tenants' audit logs (svc-platform): inference receipts are recorded there. */
+    readonly AUDIT_LOG?: AuditLogNamespace
     /** KEKs of jobs' content at rest, JSON `[{"kid", "key"}]` (content-crypto.ts); unset: 503. */
     readonly CONTENT_KEKS?: string
     /** Model providers (docs/providers.md); unset: live-key jobs cannot run. */

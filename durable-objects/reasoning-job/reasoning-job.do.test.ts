@@ -5,9 +5,14 @@
  * the unit Postgres for the job index and the ledger.
  */
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
+import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { sha256Hex } from '../../shared/crypto/digests'
+import { preAuthEncoding } from '../../shared/crypto/dsse'
+import { auditLogOf } from '../audit-log/audit-client'
+import { InferenceReceiptResponseSchema } from './inference-receipt'
 import { ReasoningJobSchema } from './job.schemas'
-import type { JobReply, ReasoningJob } from './reasoning-job.do'
+import type { JobReply, ReasoningJob, ReceiptReply } from './reasoning-job.do'
 import {
   callerOf,
   createJob,
@@ -111,12 +116,12 @@ describe('a test-key job runs end to end on the simulated model', () => {
     }
   })
 
-  it('managed_qpu: the same steps, then classical_fallback with selector_unreachable, and no pretend qubits', async () => {
+  it('managed_qpu with a test key: the same steps, then classical_fallback (test keys never reach hardware)', async () => {
     const identity = await identityFor('test', 'enterprise')
     const handle = await createJob(identity, jobRequest({ product: 'managed_qpu' }))
     expect(unwrap(handle.reply)).toMatchObject({
       requested_real: true,
-      real_request_status: 'quantum_not_enabled',
+      real_request_status: 'not_requested',
     })
     const job = await driveToEnd(handle)
     expect(job).toMatchObject({
@@ -411,5 +416,111 @@ describe('content at rest', () => {
     const job = await jobOf(handle)
     expect(job).not.toHaveProperty('prompt')
     expect(job).not.toHaveProperty('result')
+  })
+})
+
+describe('inference receipts', () => {
+  it('a completed job names a receipt signed with the token keys and logged with its digest', async () => {
+    const identity = await identityFor('test', 'team')
+    const handle = await createJob(identity)
+    const job = await driveToEnd(handle)
+    expect(job.inference_receipt_id).toMatch(/^[0-9a-f-]{36}$/)
+    const answer = (await handle.stub.receipt(
+      callerOf(identity),
+      'https://svc.test/.well-known/jwks.json',
+    )) as ReceiptReply
+    if (!answer.ok) throw new Error(JSON.stringify(answer.error))
+    const { envelope, statement, audit_log } = answer.receipt
+    expect(answer.receipt.receipt_id).toBe(job.inference_receipt_id)
+    expect(InferenceReceiptResponseSchema.safeParse(answer.receipt).success).toBe(true)
+    expect(statement.job).toMatchObject({ id: handle.jobId, tenant_id: identity.tenantId, model: 'svc-hive' })
+    expect(statement.candidates.map((c) => c.digest)).toEqual(job.candidates!.map((c) => c.digest))
+    expect(statement.selection.selected_index).toBe(job.selected_index)
+    expect(statement.usage.total_tokens).toBe(job.usage.total_tokens)
+    expect(statement.prompt_digest).toBe(`sha256:${sha256Hex(job.prompt!)}`)
+
+    // The signature, checked against the public JWKS (the gateway's copy of the token keys).
+    const payload = Uint8Array.from(atob(envelope.payload), (ch) => ch.charCodeAt(0))
+    expect(JSON.parse(new TextDecoder().decode(payload))).toEqual(statement)
+    const auth = reasoningEnv.AUTH as unknown as {
+      verificationKeys(): Promise<{ keys: { kid: string; alg: string; pub?: string }[] }>
+    }
+    const jwks = await auth.verificationKeys()
+    const key = jwks.keys.find((k) => k.kid === envelope.signatures[0]!.keyid) as { pub: string; alg: string }
+    expect(key.alg).toBe('ML-DSA-65')
+    const sig = Uint8Array.from(atob(envelope.signatures[0]!.sig), (ch) => ch.charCodeAt(0))
+    const pub = Uint8Array.from(atob(key.pub.replaceAll('-', '+').replaceAll('_', '/')), (ch) =>
+      ch.charCodeAt(0),
+    )
+    expect(ml_dsa65.verify(sig, preAuthEncoding(envelope.payloadType, payload), pub)).toBe(true)
+    const tampered = new Uint8Array(payload)
+    tampered[10] = tampered[10]! ^ 1
+    expect(ml_dsa65.verify(sig, preAuthEncoding(envelope.payloadType, tampered), pub)).toBe(false)
+
+    // The audit log holds the event, with the digest of exactly these payload bytes.
+    const log = auditLogOf(reasoningEnv.AUDIT_LOG!, identity.tenantId)
+    const read = await log.entries({
+      tenantId: identity.tenantId,
+      start: audit_log.index,
+      end: audit_log.index + 1,
+    })
+    if (!read.ok) throw new Error(read.message)
+    const entry = JSON.parse(read.entries[0]!.entry) as { event: Record<string, unknown> }
+    expect(entry.event).toMatchObject({
+      kind: 'inference_receipt.issued',
+      receipt_id: job.inference_receipt_id,
+      receipt_digest: `sha256:${sha256Hex(payload)}`,
+      kid: envelope.signatures[0]!.keyid,
+      alg: 'ML-DSA-65',
+    })
+  })
+
+  it('a crash between signing and logging: the retry logs the same signed receipt once', async () => {
+    const identity = await identityFor('test', 'team')
+    const handle = await createJob(identity)
+    // Run to the end of the steps, but sign only: the audit append is cut off (no AUDIT_LOG).
+    const auditLog = mutableEnv.AUDIT_LOG
+    mutableEnv.AUDIT_LOG = undefined
+    try {
+      for (let i = 0; i < 10; i++) await runDueNow(handle)
+    } finally {
+      mutableEnv.AUDIT_LOG = auditLog
+    }
+    const pending = await runInDurableObject(handle.stub, (_i: ReasoningJob, state) =>
+      state.storage.sql
+        .exec<{ envelope_json: string | null; log_json: string | null }>(`SELECT * FROM receipt`)
+        .one(),
+    )
+    expect(pending.envelope_json).not.toBeNull()
+    expect(pending.log_json).toBeNull()
+    expect((await jobOf(handle)).inference_receipt_id).toBeNull()
+
+    const job = await driveToEnd(handle)
+    const answer = (await handle.stub.receipt(
+      callerOf(identity),
+      'https://svc.test/.well-known/jwks.json',
+    )) as ReceiptReply
+    if (!answer.ok) throw new Error(JSON.stringify(answer.error))
+    expect(JSON.stringify(answer.receipt.envelope)).toBe(pending.envelope_json)
+    const log = auditLogOf(reasoningEnv.AUDIT_LOG!, identity.tenantId)
+    const kinds = await log.entriesOfKinds({
+      tenantId: identity.tenantId,
+      kinds: ['inference_receipt.issued'],
+      limit: 100,
+    })
+    if (!kinds.ok) throw new Error(kinds.message)
+    const ours = kinds.entries.filter((e) => e.entry.includes(job.inference_receipt_id!))
+    expect(ours).toHaveLength(1)
+  })
+
+  it('no receipt before the job completes (404 receipt_not_issued), none for another tenant', async () => {
+    const identity = await identityFor('test', 'team')
+    const handle = await createJob(identity)
+    const early = (await handle.stub.receipt(callerOf(identity), 'x')) as ReceiptReply
+    expect(early.ok ? null : early.error.code).toBe('receipt_not_issued')
+    await driveToEnd(handle)
+    const stranger = await identityFor('test', 'team')
+    const other = (await handle.stub.receipt(callerOf(stranger), 'x')) as ReceiptReply
+    expect(other.ok ? null : other.error.code).toBe('job_not_found')
   })
 })

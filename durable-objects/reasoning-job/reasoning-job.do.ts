@@ -4,6 +4,7 @@
  *
  *   queued → generating_candidates → scoring → selecting → completed | classical_fallback
  *                      └──────────────┴──────────┴──→ failed            queued → cancelled
+ *   managed_qpu, byopa_managed:          selecting → awaiting_qpu → completed | classical_fallback
  *
  * - Append state first, then act: every transition is written to SQLite together with the due
  *   work it implies (one implicit transaction), then the object acts (calls models, writes the
@@ -14,24 +15,35 @@
  *   the earliest row. A step that fails transiently (providers down or busy) is retried with
  *   exponential backoff (`attempt_count`, `max_attempts`, `next_attempt_at`); a permanent failure,
  *   or the last attempt, ends the job `failed` with `error {code, message}`.
+ * - Real hardware (docs/quantum-selector.md): `selecting` reserves one real_qpu request and stores
+ *   the QPU attempt (qpu.store.ts) → `awaiting_qpu`; due work sends the attempt's message to the QPU
+ *   queue (`qpu_dispatch`, then a re-drive watchdog), the queue consumer drives the attempt through
+ *   this object's QPU port (`qpu*` RPC methods), an unknown outcome is looked up at the provider
+ *   (`qpu_reconcile`), and the reservation is committed or released once (`qpu_settle`).
  * - Credits: the job's quote is reserved with the tenant's RateLimiter before the job exists
  *   (refusals are the create request's 402/403/429), committed with the usage when it completes,
  *   released when it fails or is cancelled. The settle is due work written with the terminal state.
  */
 import { DurableObject } from 'cloudflare:workers'
+import { toBase64 } from '../../shared/audit/checkpoint'
 import { sha256Hex } from '../../shared/crypto/digests'
 import { openDatabase } from '../../shared/db/client'
 import { AppError, toAppError } from '../../shared/http/errors'
 import {
   CREDIT_UNITS_PER_CENT,
   estimateCostUnits,
+  type MeterGrant,
   meteringUnavailable,
   openMeter,
   usageCostUnits,
 } from '../../shared/metering'
-import { resolvePlan } from '../../shared/plans'
+import { actionRequiredError, checkFeatureAccess, resolvePlan } from '../../shared/plans'
 import { countTextTokens } from '../../shared/providers/tokenizer'
+import { openQpuProvider } from '../../shared/quantum/providers/ionq-v03'
+import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/provider-accounts'
+import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
+import { appendAuditEvent } from '../audit-log/audit-client'
 import {
   type ContentCipher,
   contentCipher,
@@ -40,6 +52,15 @@ import {
   rewrapDataKey,
   wrappingKid,
 } from './content-crypto'
+import {
+  type InferenceReceiptResponse,
+  RECEIPT_SIGNING_ALGORITHM,
+  RECEIPT_TYPE,
+  type ReceiptStatement,
+  receiptDigest,
+  receiptPayload,
+  signReceipt,
+} from './inference-receipt'
 import {
   isTerminal,
   type JobCreateRequest,
@@ -56,7 +77,31 @@ import {
   retryDelayMs,
 } from './job-settings'
 import { type CallFailure, generateCandidate, judgePair, type ModelCallContext } from './model-calls'
-import { selectForSimulationCloud } from './quantum-selection'
+import { QpuStore } from './qpu.store'
+import {
+  claim as claimAttempt,
+  finished as finishedAttempt,
+  isSettled as isAttemptSettled,
+  newAttempt,
+  nextReconcileAt,
+  outcomeUnknown as outcomeUnknownAttempt,
+  type QpuAttempt,
+  reconcileFound,
+  reconcileMiss,
+  release as releaseAttempt,
+  submitted as submittedAttempt,
+  unreachable as unreachableAttempt,
+} from './qpu-attempt'
+import { type QpuSettings, qpuSettingsFromEnv } from './qpu-settings'
+import {
+  buildSelectionCircuit,
+  candidateFrequencies,
+  DEFAULT_SHOTS,
+  drawShots,
+  frequenciesToCounts,
+  readSelection,
+  selectForSimulationCloud,
+} from './quantum-selection'
 import type { ReasoningJobEnv } from './reasoning-job.context'
 import {
   type CandidateRow,
@@ -67,7 +112,7 @@ import {
   toUsage,
 } from './reasoning-job.store'
 import { comparisonKey, hiveScores, judgeComparisons, swarmScores } from './scoring'
-import { classicalSelector, selectorFor } from './selector'
+import { classicalSelector } from './selector'
 
 /** How soon a failed index write or an unacknowledged settle is tried again. */
 const RETRY_SIDE_WORK_MS = 5_000
@@ -75,6 +120,22 @@ const RETRY_SIDE_WORK_MS = 5_000
 const RETRY_CRASHED_STEP_MS = 5_000
 /** Tokens of the fixed prompt text around the user's prompt (system prompt, judge rubric). */
 const PROMPT_OVERHEAD_TOKENS = 64
+/** A job has one QPU attempt: the queue's retries and the reconciler all work on it. */
+const QPU_ATTEMPT_ID = 'attempt-1'
+/** A paid tool's settle carries no tokens. */
+const NO_TOKENS = {
+  promptTokens: 0,
+  completionTokens: 0,
+  totalTokens: 0,
+  cachedTokens: 0,
+  reasoningTokens: 0,
+}
+/** Plan refusals of the real_qpu reservation that mean the allowance (or what pays beyond it) is spent. */
+const ALLOWANCE_REFUSALS = new Set([
+  'tier_allowance_exhausted',
+  'insufficient_credits',
+  'overage_cap_reached',
+])
 
 /** The object of a job: named by tenant and job id, so another tenant's id reaches an empty object. */
 export function jobObjectName(tenantId: string, jobId: string): string {
@@ -105,6 +166,10 @@ export interface JobErrorData {
   headers: Record<string, string>
   extraBody: Record<string, unknown> | null
 }
+
+export type ReceiptReply =
+  | { ok: true; receipt: InferenceReceiptResponse }
+  | { ok: false; error: JobErrorData }
 
 export type JobReply = { ok: true; job: ReasoningJobRecord } | { ok: false; error: JobErrorData }
 
@@ -171,8 +236,9 @@ function credits(units: number): number {
   return Math.round((units / CREDIT_UNITS_PER_CENT) * 1e4) / 1e4
 }
 
-export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
+export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJobPort {
   readonly store: JobStore
+  readonly qpu: QpuStore
   /** The create in progress (its reservation is being asked for): a second create awaits it. */
   private creating: Promise<JobReply> | null = null
   /** The opened data key, per keyring (cleared by erasure and rotation). */
@@ -181,8 +247,10 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
   constructor(ctx: DurableObjectState, env: ReasoningJobEnv) {
     super(ctx, env)
     this.store = new JobStore(ctx.storage.sql)
+    this.qpu = new QpuStore(ctx.storage.sql)
     void ctx.blockConcurrencyWhile(async () => {
       this.store.migrate()
+      this.qpu.migrate()
       // Self-heal: whatever is due (a step cut off by a restart) gets its alarm.
       await this.armAlarm()
     })
@@ -190,6 +258,10 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
 
   get settings(): ReasoningSettings {
     return reasoningSettingsFromEnv(this.env)
+  }
+
+  get qpuSettings(): QpuSettings {
+    return qpuSettingsFromEnv(this.env)
   }
 
   now(): number {
@@ -311,8 +383,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
         requestId: call.requestId,
         candidateCount: CANDIDATES_PER_MODEL[request.model],
         maxAttempts: settings.maxAttempts,
-        // This release has no QPU backend: a request for real hardware is told so, never "reserved".
-        realRequestStatus: requestedReal ? 'quantum_not_enabled' : 'not_requested',
+        // Real hardware is asked for at selection time (selectOnHardware), when the scores exist.
+        realRequestStatus: 'not_requested',
         quotedUnits: estimateCostUnits(request.model, tokens),
         meter: { identity, grant },
         now,
@@ -366,8 +438,22 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
         this.store.schedule('meter_settle', this.now() + RETRY_SIDE_WORK_MS)
         await this.settle()
         return
+      case 'issue_receipt':
+        this.store.schedule('issue_receipt', this.now() + RETRY_SIDE_WORK_MS)
+        await this.issueReceipt()
+        return
       case 'advance':
         await this.advance()
+        return
+      case 'qpu_dispatch':
+        await this.dispatchQpu()
+        return
+      case 'qpu_reconcile':
+        await this.reconcileQpu()
+        return
+      case 'qpu_settle':
+        this.store.schedule('qpu_settle', this.now() + RETRY_SIDE_WORK_MS)
+        await this.settleQpu()
         return
     }
   }
@@ -389,8 +475,11 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
       case 'scoring':
         return this.score(job)
       case 'selecting':
-      case 'awaiting_qpu':
         return this.select(job)
+      case 'awaiting_qpu':
+        // The queue consumer and the QPU due work move it on from here.
+        this.store.unschedule('advance')
+        return
     }
   }
 
@@ -520,50 +609,87 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
   /**
    * selecting: simulation_cloud runs the quantum selector on the product's simulator
    * (quantum-selection.ts: QAOA, seeded shots; an invalid outcome or the simulator's bounds fall back
-   * to the classical argmax); the real-hardware products still end classical_fallback until their
-   * queue path is wired (docs/quantum-selector.md). The classical argmax is always recorded beside
-   * the answer (`classical_choice` on its candidate), and each candidate's share of the shots
-   * (`quantum_frequency`) is kept as selection evidence.
+   * to the classical argmax); managed_qpu and byopa_managed reserve the real_qpu allowance and send
+   * the same circuit to the provider through the QPU queue (selectOnHardware). The classical argmax
+   * is always recorded beside the answer (`classical_choice` on its candidate), and each candidate's
+   * share of the shots (`quantum_frequency`) is kept as selection evidence.
    */
   private async select(job: JobRow): Promise<void> {
+    if (job.product !== 'simulation_cloud') return this.selectOnHardware(job)
     const candidates = this.store.candidates()
-    const scores = candidates.map((c) => Number(c.evidence_json?.score ?? 0))
-    const now = this.now()
+    const scores = this.scores(candidates)
     const classical = classicalSelector.select(scores)
-    let change: JobChange
-    if (job.product === 'simulation_cloud') {
-      const quantum = selectForSimulationCloud(scores, job.job_id, classical)
-      for (const [i, c] of candidates.entries()) {
-        this.store.setEvidence(c.idx, {
-          ...(c.evidence_json ?? {}),
-          classical_choice: i === quantum.classicalIndex,
-          ...(quantum.frequencies.length ? { quantum_frequency: quantum.frequencies[i] ?? 0 } : {}),
-        })
-      }
-      change = {
+    const quantum = selectForSimulationCloud(scores, job.job_id, classical)
+    this.recordSelectionEvidence(candidates, quantum.classicalIndex, quantum.frequencies)
+    this.finishSelection(
+      {
         status: quantum.fallbackReason ? 'classical_fallback' : 'completed',
         fallback_reason: quantum.fallbackReason,
         selected_index: quantum.index,
         selector_backend: quantum.backend,
         selector_confidence: quantum.confidence,
-      }
-    } else {
-      const choice = selectorFor(job.product)
-      const selection = (choice.kind === 'available' ? choice.selector : classicalSelector).select(scores)
-      change = {
-        status: choice.kind === 'available' ? 'completed' : 'classical_fallback',
-        fallback_reason: choice.kind === 'available' ? null : choice.reason,
-        selected_index: selection.index,
-        selector_backend: selection.backend,
-        selector_confidence: selection.confidence,
-      }
+      },
+      this.now(),
+    )
+  }
+
+  private scores(candidates: readonly CandidateRow[]): number[] {
+    return candidates.map((c) => Number(c.evidence_json?.score ?? 0))
+  }
+
+  private recordSelectionEvidence(
+    candidates: readonly CandidateRow[],
+    classicalIndex: number,
+    frequencies: readonly number[],
+  ): void {
+    for (const [i, c] of candidates.entries()) {
+      this.store.setEvidence(c.idx, {
+        ...(c.evidence_json ?? {}),
+        classical_choice: i === classicalIndex,
+        ...(frequencies.length ? { quantum_frequency: frequencies[i] ?? 0 } : {}),
+      })
     }
+  }
+
+  /** The selection is made: the job ends, its token reservation is settled. */
+  private finishSelection(change: JobChange, now: number): void {
     this.commit(
-      { ...change, outcome_state: 'committed', attempt_count: 0, next_attempt_at: null, completed_at: now },
+      {
+        outcome_state: 'committed',
+        ...change,
+        attempt_count: 0,
+        next_attempt_at: null,
+        completed_at: now,
+      },
       now,
     )
     this.store.unschedule('advance')
     this.store.schedule('meter_settle', now)
+    this.store.schedule('issue_receipt', now)
+  }
+
+  /** The classical argmax answers: real hardware was not used (`realRequestStatus` says why). */
+  private finishClassical(
+    realRequestStatus: JobRow['real_request_status'],
+    error: { code: string; message: string } | null,
+    change: JobChange = {},
+  ): void {
+    const candidates = this.store.candidates()
+    const classical = classicalSelector.select(this.scores(candidates))
+    this.recordSelectionEvidence(candidates, classical.index, [])
+    this.finishSelection(
+      {
+        status: 'classical_fallback',
+        fallback_reason: 'selector_unreachable',
+        selected_index: classical.index,
+        selector_backend: classical.backend,
+        selector_confidence: classical.confidence,
+        real_request_status: realRequestStatus,
+        error,
+        ...change,
+      },
+      this.now(),
+    )
   }
 
   /** A round of calls left slots empty: retry with backoff, or fail the job. */
@@ -600,6 +726,377 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
   private commit(change: JobChange, now: number): void {
     this.store.update(change, now)
     this.store.schedule('record_sync', now)
+  }
+
+  // --- real hardware (docs/quantum-selector.md) ---------------------------------------------------
+
+  /** Why this job cannot ask for real hardware at all (nothing is reserved), or null. */
+  private hardwareUnavailable(job: JobRow): string | null {
+    if (job.test_mode) {
+      return 'test keys never run on real quantum hardware (test mode is never billed); use a live key'
+    }
+    if (job.product === 'managed_qpu' && !managedAccount(this.env)) {
+      return 'no managed QPU provider account is configured on this deployment (QPU_IONQ_BASE_URL, QPU_IONQ_API_KEY)'
+    }
+    if (job.product === 'byopa_managed' && !job.provider_connection_id) {
+      return 'a byopa_managed job needs the provider_connection_id of one of your provider connections'
+    }
+    if (!this.env.QPU_QUEUE) return 'the QPU queue (QPU_QUEUE) is not bound on this deployment'
+    return null
+  }
+
+  /**
+   * selecting, managed_qpu / byopa_managed: reserve one real_qpu request with the tenant's
+   * RateLimiter (the plan's feature and monthly allowance decide), store the attempt with its
+   * reservation, and wait for the queue (awaiting_qpu). A refusal ends the job with the classical
+   * argmax and says why (quantum_not_enabled, quantum_allowance_exhausted).
+   */
+  private async selectOnHardware(job: JobRow): Promise<void> {
+    const unavailable = this.hardwareUnavailable(job)
+    if (unavailable) {
+      return this.finishClassical('quantum_not_enabled', {
+        code: 'quantum_not_enabled',
+        message: unavailable,
+      })
+    }
+    let circuit: ReturnType<typeof buildSelectionCircuit>['circuit']
+    try {
+      circuit = buildSelectionCircuit(this.scores(this.store.candidates())).circuit
+    } catch (err) {
+      return this.finishClassical('not_requested', {
+        code: 'selector_unreachable',
+        message: `the selection circuit could not be built: ${err instanceof Error ? err.message : String(err)}`,
+      })
+    }
+    const { identity } = job.meter_json
+    const { plan, catalog } = resolvePlan(this.env, identity.planId)
+    // The plan is read again here: it may have changed since the job was accepted.
+    const feature = checkFeatureAccess(plan, 'real_qpu', { catalog })
+    if (feature) {
+      const refusal = actionRequiredError(feature, { catalog })
+      return this.finishClassical('quantum_not_enabled', { code: refusal.code, message: refusal.message })
+    }
+    let grant: MeterGrant
+    try {
+      // Not idempotent by request id: a crash before the attempt is stored leaves this reservation
+      // to expire in the RateLimiter, and the step reserves again.
+      grant = await openMeter(this.env.RATE_LIMITER, identity, 'reasoning.qpu', { leases: false }).acquire(
+        {
+          requestId: `reasoning-job:${job.job_id}:qpu`,
+          model: 'real_qpu',
+          estimatedTokens: 0,
+          estimatedQuantity: 1,
+        },
+        catalog,
+      )
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'feature_required') {
+        return this.finishClassical('quantum_not_enabled', { code: err.code, message: err.message })
+      }
+      if (err instanceof AppError && ALLOWANCE_REFUSALS.has(err.code)) {
+        return this.finishClassical('quantum_allowance_exhausted', { code: err.code, message: err.message })
+      }
+      // Metering unreachable, or the tenant's request rate: try the step again with backoff.
+      const detail = err instanceof Error ? err.message : String(err)
+      const attempt = job.attempt_count + 1
+      if (attempt >= job.max_attempts) {
+        return this.finishClassical('not_requested', {
+          code: 'metering_unavailable',
+          message: `the real_qpu allowance could not be reserved after ${attempt} attempts (${detail})`,
+        })
+      }
+      const next = this.now() + retryDelayMs(attempt, this.settings)
+      this.commit({ attempt_count: attempt, next_attempt_at: next }, this.now())
+      this.store.schedule('advance', next)
+      return
+    }
+    const now = this.now()
+    const attempt = newAttempt(QPU_ATTEMPT_ID, {
+      name: `svc-reasoning-${job.job_id}`,
+      circuit,
+      shots: DEFAULT_SHOTS,
+      account:
+        job.product === 'byopa_managed' && job.provider_connection_id
+          ? { kind: 'connection', connection_id: job.provider_connection_id }
+          : { kind: 'managed' },
+      metadata: { svc_job_id: job.job_id, svc_attempt: QPU_ATTEMPT_ID },
+      since: now,
+    })
+    this.qpu.create(attempt, grant)
+    this.commit(
+      { status: 'awaiting_qpu', real_request_status: 'reserved', attempt_count: 0, next_attempt_at: null },
+      now,
+    )
+    this.store.unschedule('advance')
+    this.store.schedule('qpu_dispatch', now)
+  }
+
+  /**
+   * qpu_dispatch: sends the attempt's message to the QPU queue, then stays due as a watchdog: when no
+   * consumer has asked about the attempt for QPU_REDRIVE_SECONDS (a message lost, the stack
+   * restarted), the message is sent again. A duplicate costs nothing: the attempt decides (claim).
+   */
+  private async dispatchQpu(): Promise<void> {
+    const job = this.store.job()
+    const record = this.qpu.record()
+    if (
+      !job ||
+      !record ||
+      job.status !== 'awaiting_qpu' ||
+      isAttemptSettled(record.attempt) ||
+      record.attempt.status === 'outcome_unknown'
+    ) {
+      this.store.unschedule('qpu_dispatch')
+      return
+    }
+    const now = this.now()
+    const { redriveMs } = this.qpuSettings
+    if (record.lastContactAt > 0 && now - record.lastContactAt < redriveMs) {
+      this.store.schedule('qpu_dispatch', record.lastContactAt + redriveMs)
+      return
+    }
+    const queue = this.env.QPU_QUEUE
+    if (!queue) {
+      await this.applyAttempt(record.attempt.attemptId, (a, at) =>
+        unreachableAttempt(a, at, 'the QPU queue (QPU_QUEUE) is not bound on this deployment'),
+      )
+      return
+    }
+    this.store.schedule('qpu_dispatch', now + RETRY_SIDE_WORK_MS)
+    const message: QpuQueueMessage = {
+      v: 1,
+      kind: 'submit',
+      tenant_id: job.tenant_id,
+      job_id: job.job_id,
+      attempt_id: record.attempt.attemptId,
+    }
+    await queue.send(message)
+    this.qpu.touch(this.now())
+    this.store.schedule('qpu_dispatch', this.now() + redriveMs)
+  }
+
+  /**
+   * qpu_reconcile: an attempt whose create got no answer. Looks it up at the provider by our
+   * metadata: found → adopted (outcome_state reconciled, polled to the end, billed once); not found
+   * after the grace period, or the provider unreachable through every lookup → abandoned (nothing
+   * ran or is billed, the reservation is released).
+   */
+  private async reconcileQpu(): Promise<void> {
+    const job = this.store.job()
+    const record = this.qpu.record()
+    if (!job || !record || record.attempt.status !== 'outcome_unknown') {
+      this.store.unschedule('qpu_reconcile')
+      return
+    }
+    const before = record.attempt
+    this.store.schedule('qpu_reconcile', this.now() + RETRY_SIDE_WORK_MS)
+    const { reconcileGraceMs } = this.qpuSettings
+    let after: QpuAttempt
+    try {
+      const account = await openQpuAccount(this.env, job.tenant_id, before.submission.account)
+      if (!account) {
+        after = unreachableAttempt(
+          before,
+          this.now(),
+          'the provider account of this attempt no longer exists',
+        )
+      } else {
+        const found = await openQpuProvider(account).findByMetadata(
+          before.submission.metadata,
+          before.submission.since - 60_000,
+        )
+        after = found
+          ? reconcileFound(before, found.id)
+          : reconcileMiss(before, this.now(), 'missing', 'not found', reconcileGraceMs)
+      }
+    } catch (err) {
+      after = reconcileMiss(before, this.now(), 'failed', String(err), reconcileGraceMs)
+    }
+    // A consumer may have resolved the attempt while the lookup ran: its answer stands.
+    if (JSON.stringify(this.qpu.record()?.attempt) !== JSON.stringify(before)) return
+    this.qpu.saveAttempt(after)
+    if (after.status === 'outcome_unknown') {
+      this.store.schedule('qpu_reconcile', nextReconcileAt(after, this.now()))
+      return
+    }
+    this.store.unschedule('qpu_reconcile')
+    await this.attemptChanged(before, after)
+  }
+
+  /** qpu_settle: the real_qpu reservation is committed when a QPU ran the job, released otherwise. */
+  private async settleQpu(): Promise<void> {
+    const job = this.store.job()
+    const record = this.qpu.record()
+    if (!job || !record || record.settled || !isTerminal(job.status)) {
+      this.store.unschedule('qpu_settle')
+      return
+    }
+    const executed = job.real_request_status === 'executed'
+    const delivered = await openMeter(this.env.RATE_LIMITER, job.meter_json.identity, 'reasoning.qpu', {
+      leases: false,
+    }).settle(
+      record.grant,
+      executed
+        ? { usage: NO_TOKENS, quantity: 1, estimated: false, provider: 'ionq' }
+        : { usage: null, estimated: false, provider: 'none' },
+    )
+    if (!delivered) return
+    this.qpu.markSettled()
+    this.store.unschedule('qpu_settle')
+  }
+
+  /** Applies an attempt transition (qpu-attempt.ts) and what it implies for the job. */
+  private async applyAttempt(
+    attemptId: string,
+    transition: (attempt: QpuAttempt, now: number) => QpuAttempt,
+  ): Promise<void> {
+    const record = this.qpu.record()
+    if (!record || record.attempt.attemptId !== attemptId) return
+    const now = this.now()
+    const after = transition(record.attempt, now)
+    this.qpu.touch(now)
+    if (after === record.attempt) return
+    this.qpu.saveAttempt(after)
+    await this.attemptChanged(record.attempt, after)
+    await this.armAlarm()
+  }
+
+  private async attemptChanged(before: QpuAttempt, after: QpuAttempt): Promise<void> {
+    if (this.store.job()?.status !== 'awaiting_qpu') return
+    const now = this.now()
+    switch (after.status) {
+      case 'outcome_unknown':
+        if (before.status === 'outcome_unknown') return
+        this.commit({ outcome_state: 'outcome_unknown' }, now)
+        this.store.unschedule('qpu_dispatch')
+        this.store.schedule('qpu_reconcile', nextReconcileAt(after, now))
+        return
+      case 'submitted':
+        if (after.reconciled && !before.reconciled) {
+          this.commit({ outcome_state: 'reconciled' }, now)
+          // Adopted: the next dispatch sends a message at once, which polls the provider job.
+          this.qpu.sendSoon()
+          this.store.schedule('qpu_dispatch', now)
+        }
+        return
+      case 'finished':
+        return this.finishFromQpu(after)
+      case 'abandoned':
+        this.finishClassical(
+          'released_after_failure',
+          { code: 'qpu_unreachable', message: after.detail ?? 'the provider could not be used' },
+          { outcome_state: after.unknownSince !== null ? 'reconciled' : 'committed' },
+        )
+        this.endQpu()
+        return
+      default:
+        return
+    }
+  }
+
+  /**
+   * The provider's answer: a QPU's shot frequencies, or a simulator's exact probabilities (then the
+   * shots are drawn with the job's seed), read as a selection; the classical argmax and each
+   * candidate's share of the shots are recorded beside it.
+   */
+  private async finishFromQpu(attempt: QpuAttempt): Promise<void> {
+    const job = this.store.job()
+    const outcome: QpuOutcome | null = attempt.outcome
+    if (!job || !outcome) return
+    const outcomeState = attempt.unknownSince !== null || attempt.reconciled ? 'reconciled' : 'committed'
+    if (outcome.kind === 'failed') {
+      this.finishClassical(
+        'released_after_failure',
+        {
+          code: 'qpu_job_failed',
+          message: `the provider's job${outcome.providerJobId ? ` ${outcome.providerJobId}` : ''} failed (${outcome.code}): ${outcome.message}`,
+        },
+        { outcome_state: outcomeState },
+      )
+      this.endQpu()
+      return
+    }
+    const candidates = this.store.candidates()
+    const scores = this.scores(candidates)
+    const probabilities = new Map(outcome.probabilities.map(([k, p]) => [k, p] as const))
+    const shots = attempt.submission.shots
+    const onQpu = outcome.executedOn === 'qpu'
+    const counts = onQpu
+      ? frequenciesToCounts(probabilities, shots)
+      : await drawShots(probabilities, shots, job.job_id)
+    const reading = readSelection(counts, candidates.length)
+    const classical = classicalSelector.select(scores)
+    this.recordSelectionEvidence(candidates, classical.index, candidateFrequencies(counts, candidates.length))
+    this.finishSelection(
+      {
+        ...(reading.valid
+          ? {
+              status: 'completed',
+              fallback_reason: null,
+              selected_index: reading.index,
+              selector_backend: `qaoa-xy/ionq:${outcome.target}`,
+              selector_confidence: reading.confidence,
+            }
+          : {
+              status: 'classical_fallback',
+              fallback_reason: 'invalid_selection',
+              selected_index: classical.index,
+              selector_backend: classical.backend,
+              selector_confidence: classical.confidence,
+            }),
+        real_request_status: onQpu ? 'executed' : 'provider_used_simulator',
+        outcome_state: outcomeState,
+      },
+      this.now(),
+    )
+    this.endQpu()
+  }
+
+  /** The attempt is over: no more messages or lookups, the reservation is settled. */
+  private endQpu(): void {
+    this.store.unschedule('qpu_dispatch')
+    this.store.unschedule('qpu_reconcile')
+    this.store.schedule('qpu_settle', this.now())
+  }
+
+  // --- the QPU port (shared/quantum/qpu-queue.ts): what the queue consumer calls ------------------
+
+  async qpuClaim(attemptId: string): Promise<QpuClaim> {
+    const record = this.qpu.record()
+    const job = this.store.job()
+    if (!record || !job || record.attempt.attemptId !== attemptId || isTerminal(job.status)) {
+      return { kind: 'done' }
+    }
+    const now = this.now()
+    const result = claimAttempt(record.attempt, now, crypto.randomUUID())
+    this.qpu.saveAttempt(result.attempt)
+    this.qpu.touch(now)
+    return result.claim
+  }
+
+  async qpuSubmitted(
+    attemptId: string,
+    _token: string,
+    providerJobId: string,
+    adopted: boolean,
+  ): Promise<void> {
+    await this.applyAttempt(attemptId, (a) => submittedAttempt(a, providerJobId, adopted))
+  }
+
+  async qpuRelease(attemptId: string, token: string): Promise<void> {
+    await this.applyAttempt(attemptId, (a) => releaseAttempt(a, token))
+  }
+
+  async qpuOutcomeUnknown(attemptId: string, _token: string, detail: string): Promise<void> {
+    await this.applyAttempt(attemptId, (a, now) => outcomeUnknownAttempt(a, now, detail))
+  }
+
+  async qpuFinished(attemptId: string, _token: string, outcome: QpuOutcome): Promise<void> {
+    await this.applyAttempt(attemptId, (a) => finishedAttempt(a, outcome))
+  }
+
+  async qpuUnreachable(attemptId: string, detail: string): Promise<void> {
+    await this.applyAttempt(attemptId, (a, now) => unreachableAttempt(a, now, detail))
   }
 
   // --- side work --------------------------------------------------------------------------------
@@ -658,6 +1155,120 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
     if (!delivered) return
     this.store.markSettled()
     this.store.unschedule('meter_settle')
+  }
+
+  /**
+   * Signs the finished job's inference receipt and records it in the tenant's audit log, in three
+   * stored steps (the statement, the envelope, the log entry), so a retry after a crash signs the
+   * same statement and appends it once (the log's idempotency key is the receipt id). The job
+   * names the receipt only once it is logged.
+   */
+  private async issueReceipt(): Promise<void> {
+    const job = this.store.job()
+    if (
+      !job ||
+      job.receipt_id !== null ||
+      !(job.status === 'completed' || job.status === 'classical_fallback')
+    ) {
+      this.store.unschedule('issue_receipt')
+      return
+    }
+    if (!this.store.receipt()) this.store.createReceipt(await this.receiptStatement(job))
+    let receipt = this.store.receipt()!
+    if (receipt.envelope_json === null || receipt.kid === null) {
+      if (!this.env.AUTH) throw new Error('the AUTH binding is missing: inference receipts cannot be signed')
+      const signed = await signReceipt(this.env.AUTH, receiptPayload(receipt.statement_json))
+      if (!signed.ok) throw new Error(`signing the inference receipt: ${signed.code}: ${signed.message}`)
+      this.store.setReceiptEnvelope(signed.envelope, signed.kid)
+      receipt = this.store.receipt()!
+    }
+    if (receipt.log_json === null) {
+      const entry = await appendAuditEvent(
+        this.env.AUDIT_LOG,
+        job.tenant_id,
+        {
+          kind: 'inference_receipt.issued',
+          receipt_id: receipt.receipt_id,
+          receipt_digest: receiptDigest(receiptPayload(receipt.statement_json)),
+          subject: `reasoning_job:${job.job_id}`,
+          kid: receipt.kid!,
+          alg: RECEIPT_SIGNING_ALGORITHM,
+          request_id: job.request_id,
+        },
+        { idempotencyKey: `inference-receipt:${receipt.receipt_id}` },
+      )
+      this.store.setReceiptLog({ origin: entry.log, index: entry.index, leaf_hash: toBase64(entry.leafHash) })
+    }
+    const now = this.now()
+    this.commit({ receipt_id: receipt.receipt_id }, now)
+    this.store.unschedule('issue_receipt')
+  }
+
+  /** What the receipt states: the job, what each candidate was (digests) and scored, the choice, usage. */
+  private async receiptStatement(job: JobRow): Promise<ReceiptStatement> {
+    const usage = this.view(job, false).then((v) => v.usage)
+    return {
+      _type: RECEIPT_TYPE,
+      receipt_id: crypto.randomUUID(),
+      issued_at: iso(this.now()),
+      job: {
+        id: job.job_id,
+        tenant_id: job.tenant_id,
+        model: job.model,
+        product: job.product,
+        scoring_method: SCORING_METHOD_OF[job.model],
+        status: job.status,
+        created_at: iso(job.created_at),
+        completed_at: iso(job.completed_at ?? job.updated_at),
+      },
+      prompt_digest: `sha256:${sha256Hex(await this.prompt(job))}`,
+      candidates: this.store.candidates().map((c) => ({
+        index: c.idx,
+        digest: c.digest,
+        provider: c.provider,
+        scores: c.evidence_json ?? {},
+      })),
+      selection: {
+        selected_index: job.selected_index ?? 0,
+        selector_backend: job.selector_backend ?? 'none',
+        selector_confidence: job.selector_confidence ?? 0,
+        fallback_reason: job.fallback_reason,
+        used_real_qubits: job.real_request_status === 'executed',
+        real_request_status: job.real_request_status,
+      },
+      usage: await usage,
+    }
+  }
+
+  /** GET .../receipt: the signed receipt and where it is logged; 404 until it is issued. */
+  async receipt(caller: JobCaller, jwksUrl: string): Promise<ReceiptReply> {
+    const job = this.store.job()
+    if (!job || job.tenant_id !== caller.tenantId) return { ok: false, error: errorData(jobNotFound()) }
+    const receipt = this.store.receipt()
+    if (job.receipt_id === null || !receipt?.envelope_json || !receipt.log_json) {
+      return {
+        ok: false,
+        error: errorData(
+          new AppError(
+            404,
+            'receipt_not_issued',
+            `This job has no inference receipt ${isTerminal(job.status) ? 'yet' : 'until it completes'}: receipts are issued for completed and classical_fallback jobs, moments after they finish (the job's inference_receipt_id names it then).`,
+            { param: 'jobId' },
+          ),
+        ),
+      }
+    }
+    return {
+      ok: true,
+      receipt: {
+        object: 'inference_receipt',
+        receipt_id: receipt.receipt_id,
+        envelope: receipt.envelope_json,
+        statement: receipt.statement_json,
+        jwks_url: jwksUrl,
+        audit_log: receipt.log_json,
+      },
+    }
   }
 
   // --- views ------------------------------------------------------------------------------------
@@ -719,7 +1330,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> {
       ...(selected && selected.content !== null ? { result: selected.content } : {}),
       ...(job.selector_backend === null ? {} : { selector_backend: job.selector_backend }),
       ...(job.selector_confidence === null ? {} : { selector_confidence: job.selector_confidence }),
-      used_real_qubits: false,
+      // Only a job whose attempt a QPU ran (the provider said so) used real qubits.
+      used_real_qubits: job.real_request_status === 'executed',
       quoted_credits: credits(job.quoted_units),
       fallback_reason: job.fallback_reason,
       real_request_status: job.real_request_status,

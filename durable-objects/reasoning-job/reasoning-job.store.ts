@@ -10,12 +10,25 @@
  * | content    | the job's sealed content: the prompt (AES-256-GCM under the data key)         |
  * | candidates | one row per generated candidate: sealed text, logprobs, usage, evidence        |
  * | verdicts   | one row per judge comparison (swarm_judge): the verdict and its usage          |
+ * | receipt    | one row once the job finished: the signed inference receipt and its log entry |
  * | due_work   | what the single alarm must do and when                                         |
+ *
+ * The real-hardware attempt and its reservation live in their own table (qpu.store.ts).
  */
 import { z } from 'zod'
+import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { NormalizedUsage } from '../../shared/providers'
 import type { Identity } from '../../shared/worker/request-context'
+import { parseStoredRows, type StoredRow } from '../stored-rows'
+import {
+  type ReceiptEnvelope,
+  ReceiptEnvelopeSchema,
+  type ReceiptLogEntry,
+  ReceiptLogEntrySchema,
+  type ReceiptStatement,
+  ReceiptStatementSchema,
+} from './inference-receipt'
 import {
   FALLBACK_REASONS,
   JOB_STATUSES,
@@ -92,6 +105,14 @@ const DDL = [
     provider TEXT NOT NULL,
     usage_json TEXT NOT NULL
   )`,
+  `CREATE TABLE IF NOT EXISTS receipt (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    receipt_id TEXT NOT NULL,
+    statement_json TEXT NOT NULL,
+    envelope_json TEXT,
+    kid TEXT,
+    log_json TEXT
+  )`,
   `CREATE TABLE IF NOT EXISTS due_work (
     kind TEXT PRIMARY KEY,
     due_at INTEGER NOT NULL
@@ -135,7 +156,7 @@ const IdentitySchema = z.object({
     z.object({
       kind: z.literal('access_token'),
       subject: z.string(),
-      audience: z.enum(['platform', 'internal-service', 'external-api']),
+      audience: z.enum(AUDIENCES),
       tokenId: z.string(),
       algorithm: z.string(),
     }),
@@ -211,6 +232,15 @@ export const VerdictRowSchema = z.object({
 })
 export type VerdictRow = z.infer<typeof VerdictRowSchema>
 
+export const ReceiptRowSchema = z.object({
+  receipt_id: z.string(),
+  statement_json: json(ReceiptStatementSchema),
+  envelope_json: json(ReceiptEnvelopeSchema).nullable(),
+  kid: z.string().nullable(),
+  log_json: json(ReceiptLogEntrySchema).nullable(),
+})
+export type ReceiptRow = z.infer<typeof ReceiptRowSchema>
+
 export const DUE_WORK_KINDS = [
   /** run the job's next step (or retry the current one) */
   'advance',
@@ -218,25 +248,20 @@ export const DUE_WORK_KINDS = [
   'record_sync',
   /** settle the job's metering reservation: commit the usage, or release it */
   'meter_settle',
+  /** sign the finished job's inference receipt and record it in the tenant's audit log */
+  'issue_receipt',
+  /** send the QPU attempt's message to the queue (then the re-drive watchdog while it waits) */
+  'qpu_dispatch',
+  /** ask the provider about an attempt whose outcome is unknown (qpu-attempt.ts) */
+  'qpu_reconcile',
+  /** settle the real_qpu reservation: commit it when the QPU ran the job, or release it */
+  'qpu_settle',
 ] as const
 export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
 
 const DueWorkRowSchema = z.object({ kind: z.enum(DUE_WORK_KINDS), due_at: z.number() })
 
-type Row = Record<string, SqlStorageValue>
-
-function parseRows<T extends z.ZodType>(schema: T, rows: Row[], table: string): z.infer<T>[] {
-  return rows.map((row) => {
-    const parsed = schema.safeParse(row)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new Error(
-        `stored ${table} row does not fit its schema: ${issue?.path.join('.')}: ${issue?.message}`,
-      )
-    }
-    return parsed.data
-  })
-}
+type Row = StoredRow
 
 export interface NewJob {
   jobId: string
@@ -305,7 +330,7 @@ export class JobStore {
 
   job(): JobRow | null {
     const rows = this.sql.exec<Row>(`SELECT * FROM job WHERE id = 1`).toArray()
-    return parseRows(JobRowSchema, rows, 'job')[0] ?? null
+    return parseStoredRows(JobRowSchema, rows, 'job')[0] ?? null
   }
 
   createJob(job: NewJob): void {
@@ -415,7 +440,7 @@ export class JobStore {
   }
 
   candidates(): CandidateRow[] {
-    return parseRows(
+    return parseStoredRows(
       CandidateRowSchema,
       this.sql.exec<Row>(`SELECT * FROM candidates ORDER BY idx`).toArray(),
       'candidates',
@@ -443,7 +468,7 @@ export class JobStore {
   }
 
   verdicts(): VerdictRow[] {
-    return parseRows(
+    return parseStoredRows(
       VerdictRowSchema,
       this.sql.exec<Row>(`SELECT * FROM verdicts ORDER BY comparison`).toArray(),
       'verdicts',
@@ -458,6 +483,36 @@ export class JobStore {
     this.sql.exec(`DELETE FROM content_key`)
     this.sql.exec(`DELETE FROM content`)
     this.sql.exec(`UPDATE candidates SET text = ''`)
+  }
+
+  // --- the inference receipt --------------------------------------------------------------------
+
+  receipt(): ReceiptRow | null {
+    return (
+      parseStoredRows(
+        ReceiptRowSchema,
+        this.sql.exec<Row>(`SELECT * FROM receipt WHERE id = 1`).toArray(),
+        'receipt',
+      )[0] ?? null
+    )
+  }
+
+  /** The statement is fixed once (its id and issue time): a retried step signs the same one. */
+  createReceipt(statement: ReceiptStatement): void {
+    this.sql.exec(
+      `INSERT OR IGNORE INTO receipt (id, receipt_id, statement_json) VALUES (1, ?, ?)`,
+      statement.receipt_id,
+      JSON.stringify(statement),
+    )
+  }
+
+  /** The envelope is kept before it is logged: the log records the digest of what was signed. */
+  setReceiptEnvelope(envelope: ReceiptEnvelope, kid: string): void {
+    this.sql.exec(`UPDATE receipt SET envelope_json = ?, kid = ? WHERE id = 1`, JSON.stringify(envelope), kid)
+  }
+
+  setReceiptLog(entry: ReceiptLogEntry): void {
+    this.sql.exec(`UPDATE receipt SET log_json = ? WHERE id = 1`, JSON.stringify(entry))
   }
 
   // --- due work ---------------------------------------------------------------------------------
@@ -488,7 +543,7 @@ export class JobStore {
         now,
       )
       .toArray()
-    return parseRows(DueWorkRowSchema, rows, 'due_work')[0] ?? null
+    return parseStoredRows(DueWorkRowSchema, rows, 'due_work')[0] ?? null
   }
 
   nextDueAt(): number | null {

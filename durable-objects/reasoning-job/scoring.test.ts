@@ -10,7 +10,7 @@ import {
   swarmScores,
   wordSet,
 } from './scoring'
-import { argmax, classicalSelector, selectorFor, softmaxWeight } from './selector'
+import { argmax, classicalSelector, softmaxWeight } from './selector'
 
 describe('hive_logprob', () => {
   it('length-normalises: a long confident answer is not punished for its length', () => {
@@ -90,14 +90,5 @@ describe('the classical selector', () => {
   it('confidence is 1/N for equal scores and near 1 for a clear lead', () => {
     expect(softmaxWeight([0.4, 0.4, 0.4, 0.4], 0)).toBeCloseTo(0.25, 6)
     expect(classicalSelector.select([0.95, 0.1, 0.1]).confidence).toBeGreaterThan(0.99)
-  })
-
-  it('real-hardware products have no selector in this release: selector_unreachable, never a pretend one', () => {
-    expect(selectorFor('simulation_cloud').kind).toBe('available')
-    expect(selectorFor('managed_qpu')).toMatchObject({ kind: 'unavailable', reason: 'selector_unreachable' })
-    expect(selectorFor('byopa_managed')).toMatchObject({
-      kind: 'unavailable',
-      reason: 'selector_unreachable',
-    })
   })
 })

@@ -191,6 +191,12 @@ export const ROUTES: readonly RouteSpec[] = [
     body: json(BODY_LIMITS.job),
   },
   { method: 'GET', path: '/svc/quantum-reasoning/jobs/:jobId', family: 'reasoning', access: 'credential' },
+  {
+    method: 'GET',
+    path: '/svc/quantum-reasoning/jobs/:jobId/receipt',
+    family: 'reasoning',
+    access: 'credential',
+  },
   { method: 'DELETE', path: '/svc/quantum-reasoning/jobs/:jobId', family: 'reasoning', access: 'credential' },
   // QPU provider connections for byopa_managed jobs (functions/reasoning/src/provider-connections.ts).
   {

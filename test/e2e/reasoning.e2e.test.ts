@@ -3,8 +3,11 @@
  * keys against the fake OpenAI-compatible upstream (logprobs, judge verdicts, scripted faults).
  * Every response is held to closed JSON Schemas written from the spec's tables (reasoning-schemas.ts).
  */
+import { createHash } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import { beforeAll, describe, expect, it } from 'vitest'
+import * as merkle from '../support/independent-merkle.ts'
+import { verifyDsseWithJwks } from '../support/independent-signatures.ts'
 import { createWorkspace, stack, tag, upstream, type Workspace, withDatabase } from './chat-fixtures.ts'
 import { shapeErrors } from './reasoning-schemas.ts'
 
@@ -263,5 +266,75 @@ describe(`reasoning jobs: upstream faults (${stack.kind})`, () => {
     expect(failed.attempt_count).toBe(failed.max_attempts)
     expect(failed.error?.code).toBe('upstream_unavailable')
     expect(failed.error?.message).toMatch(/gave up after 4 attempts/)
+  })
+})
+
+describe(`reasoning jobs: inference receipts (${stack.kind})`, () => {
+  it('a completed job has a receipt that verifies offline with the JWKS (liboqs) and is in the audit log', async () => {
+    const created = await jobOf(await post(team.testKey, question(tag())))
+    await waitFor(team.testKey, created.id, ['completed'])
+    // The receipt is issued moments after the job completes (signed, then logged).
+    let job: Job
+    for (let i = 0; ; i++) {
+      job = await jobOf(await get(team.testKey, `/${created.id}`))
+      if (job.inference_receipt_id || i > 100) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(job.inference_receipt_id).toMatch(/^[0-9a-f-]{36}$/)
+    const res = await get(team.testKey, `/${created.id}/receipt`)
+    expect(res.status).toBe(200)
+    const receipt = (await res.json()) as {
+      receipt_id: string
+      envelope: { payloadType: string; payload: string; signatures: { keyid: string; sig: string }[] }
+      statement: {
+        job: { id: string; tenant_id: string }
+        candidates: { digest: string }[]
+        selection: { selected_index: number }
+      }
+      jwks_url: string
+      audit_log: { origin: string; index: number; leaf_hash: string }
+    }
+    expect(receipt.receipt_id).toBe(job.inference_receipt_id)
+
+    // 1. The signature: the public JWKS the receipt names, checked by liboqs (not the product's code).
+    const jwks = await (await fetch(receipt.jwks_url)).json()
+    expect(await verifyDsseWithJwks(receipt.envelope, jwks)).toEqual(['ML-DSA-65'])
+    const payload = Buffer.from(receipt.envelope.payload, 'base64')
+    const statement = JSON.parse(payload.toString('utf8'))
+    expect(statement).toEqual(receipt.statement)
+    expect(statement.job).toMatchObject({ id: created.id, tenant_id: team.tenantId })
+    expect(statement.candidates.map((c: { digest: string }) => c.digest)).toEqual(
+      job.candidates!.map((c) => c.digest),
+    )
+    expect(statement.selection.selected_index).toBe(job.selected_index)
+    const forged = {
+      ...receipt.envelope,
+      payload: Buffer.from(JSON.stringify({ ...statement, usage: {} })).toString('base64'),
+    }
+    expect(await verifyDsseWithJwks(forged, jwks)).toEqual([])
+
+    // 2. The log: the tenant's entry names this receipt and the digest of exactly these bytes.
+    const entries = await fetch(
+      `${stack.baseUrl}/platform/v1/audit-log/entries?start=${receipt.audit_log.index}&end=${receipt.audit_log.index + 1}`,
+      { headers: { authorization: `Bearer ${team.testKey}` } },
+    )
+    expect(entries.status).toBe(200)
+    const [entry] = (
+      (await entries.json()) as {
+        data: { entry: string; leaf_hash: string; event: Record<string, unknown> }[]
+      }
+    ).data
+    expect(entry!.event).toMatchObject({
+      kind: 'inference_receipt.issued',
+      receipt_id: receipt.receipt_id,
+      receipt_digest: `sha256:${createHash('sha256').update(payload).digest('hex')}`,
+      kid: receipt.envelope.signatures[0]!.keyid,
+      alg: 'ML-DSA-65',
+    })
+    const leaf = await merkle.leafHashOf(new TextEncoder().encode(entry!.entry))
+    expect(Buffer.from(leaf).toString('base64')).toBe(receipt.audit_log.leaf_hash)
+
+    // Not another tenant's to read.
+    expect((await get(stack.tenantB.testKey, `/${created.id}/receipt`)).status).toBe(404)
   })
 })

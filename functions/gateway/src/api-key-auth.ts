@@ -1,73 +1,26 @@
 /**
- * API key authentication. Keys are looked up by their SHA-256 (indexed) and compared in
- * constant time; revoked keys are refused. Results are cached per isolate for a short TTL
- * (API_KEY_CACHE_TTL_SECONDS, default 30) so a hot key costs no database round trip; unknown
- * and revoked keys are cached too, so guessing floods do not reach the database. The cache is
- * keyed by the presented key itself, so a hot key costs no hash either: the isolate holds the key
- * in memory for the request anyway, the cache never leaves the isolate, and a hit is a whole-string
- * match inside a hash table (nothing an attacker can time byte by byte). A revocation
- * therefore takes effect everywhere within one TTL, and at once in the isolate that forwarded it
- * (`invalidateApiKey`, which finds the cached entries of a key id). A key with an expiry (one
- * being rotated out, or made to expire) is refused from that instant on: an entry is never
- * trusted beyond it. `last_used_at` is written off the request path, at most once a minute per
- * key and isolate.
+ * API key authentication (`svc_sk_live_…` / `svc_sk_test_…`). Keys are looked up by their SHA-256
+ * and compared in constant time; revoked keys are refused; results are cached per isolate, revocation
+ * and rotation through this isolate take effect at once, `last_used_at` is written off the request
+ * path (opaque-credential-cache.ts, shared with observability tokens). A key with an expiry (one
+ * being rotated out, or made to expire) is refused from that instant on: a cache entry is never
+ * trusted beyond it.
  */
 import { eq } from 'drizzle-orm'
 import { apiKeyMode, digestsEqual, hashApiKey } from '../../../shared/auth/api-keys'
-import { openDatabase } from '../../../shared/db/client'
 import { apiKeys, tenants } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { Identity } from '../../../shared/worker/request-context'
 import { type GatewayEnv, gatewaySettings } from './gateway.context'
+import { CredentialCache, lookUpCredential, touchLastUsed } from './opaque-credential-cache'
 
 type Refusal = 'unknown' | 'revoked' | 'expired'
 
-interface CacheEntry {
-  identity: Identity | null
-  reason: Refusal | null
-  expiresAt: number
-  /** When the key itself stops working (ms), or null. */
-  keyExpiresAt: number | null
-}
-
-const MAX_ENTRIES = 10_000
-const TOUCH_INTERVAL_MS = 60_000
-const cache = new Map<string, CacheEntry>()
-const lastTouched = new Map<string, number>()
-/** Key id → the presented keys cached for it (one, or two during a race), for invalidation. */
-const cachedById = new Map<string, Set<string>>()
-
-export function clearApiKeyCache(): void {
-  cache.clear()
-  lastTouched.clear()
-  cachedById.clear()
-}
+const cache = new CredentialCache<Refusal>()
 
 /** Forgets a key (just revoked or rotated through this isolate): its next use is looked up again. */
 export function invalidateApiKey(keyId: string): void {
-  for (const key of cachedById.get(keyId) ?? []) cache.delete(key)
-  cachedById.delete(keyId)
-}
-
-function ttlMs(env: GatewayEnv): number {
-  return gatewaySettings(env).API_KEY_CACHE_TTL_SECONDS * 1000
-}
-
-function remember(key: string, entry: CacheEntry, keyId: string | null): void {
-  if (cache.size >= MAX_ENTRIES) {
-    const oldest = cache.keys().next().value
-    if (oldest !== undefined) {
-      const evicted = cache.get(oldest)
-      cache.delete(oldest)
-      if (evicted?.identity?.principal.kind === 'api_key') cachedById.delete(evicted.identity.principal.keyId)
-    }
-  }
-  cache.set(key, entry)
-  if (keyId) {
-    const keys = cachedById.get(keyId) ?? new Set<string>()
-    keys.add(key)
-    cachedById.set(keyId, keys)
-  }
+  cache.invalidate(keyId)
 }
 
 function refuse(reason: Refusal): never {
@@ -94,23 +47,12 @@ function refuse(reason: Refusal): never {
 }
 
 function touch(env: GatewayEnv, ctx: Pick<ExecutionContext, 'waitUntil'>, keyId: string, now: number): void {
-  const last = lastTouched.get(keyId) ?? 0
-  if (now - last < TOUCH_INTERVAL_MS) return
-  lastTouched.set(keyId, now)
-  ctx.waitUntil(
-    (async () => {
-      const database = openDatabase(env, { max: 1 })
-      try {
-        await database.db
-          .update(apiKeys)
-          .set({ lastUsedAt: new Date(now) })
-          .where(eq(apiKeys.id, keyId))
-      } catch (err) {
-        console.error(JSON.stringify({ level: 'warn', event: 'api_key_touch_failed', detail: String(err) }))
-      } finally {
-        await database.close()
-      }
-    })(),
+  if (!cache.touchDue(keyId, now)) return
+  touchLastUsed(env, ctx, 'api_key_touch_failed', (db) =>
+    db
+      .update(apiKeys)
+      .set({ lastUsedAt: new Date(now) })
+      .where(eq(apiKeys.id, keyId)),
   )
 }
 
@@ -122,31 +64,17 @@ export async function authenticateApiKey(
   const mode = apiKeyMode(key)
   if (!mode) refuse('unknown')
   const now = Date.now()
-  const hit = cache.get(key)
-  if (hit && hit.expiresAt > now) {
+  const hit = cache.get(key, now)
+  if (hit) {
     if (!hit.identity) refuse(hit.reason ?? 'unknown')
-    if (hit.keyExpiresAt !== null && hit.keyExpiresAt <= now) refuse('expired')
+    if (hit.credentialExpiresAt !== null && hit.credentialExpiresAt <= now) refuse('expired')
     if (hit.identity.principal.kind === 'api_key') touch(env, ctx, hit.identity.principal.keyId, now)
     return hit.identity
   }
 
   const hash = await hashApiKey(key)
-  const database = openDatabase(env, { max: 1 })
-  let row:
-    | {
-        id: string
-        tenantId: string
-        mode: 'live' | 'test'
-        role: 'owner' | 'admin' | 'member'
-        scopes: string[]
-        keyHash: string
-        revokedAt: Date | null
-        expiresAt: Date | null
-        planId: string
-      }
-    | undefined
-  try {
-    ;[row] = await database.db
+  const [row] = await lookUpCredential(env, ctx, 'api key', (db) =>
+    db
       .select({
         id: apiKeys.id,
         tenantId: apiKeys.tenantId,
@@ -161,33 +89,25 @@ export async function authenticateApiKey(
       .from(apiKeys)
       .innerJoin(tenants, eq(tenants.id, apiKeys.tenantId))
       .where(eq(apiKeys.keyHash, hash))
-      .limit(1)
-  } catch (err) {
-    throw new AppError(
-      503,
-      'credential_store_unavailable',
-      'Credentials cannot be verified right now; retry shortly.',
-      {
-        internalMessage: `api key lookup failed: ${String(err)}`,
-        headers: { 'retry-after': '1' },
-      },
-    )
-  } finally {
-    ctx.waitUntil(database.close())
-  }
+      .limit(1),
+  )
 
-  const expiresAt = now + ttlMs(env)
+  const expiresAt = now + gatewaySettings(env).API_KEY_CACHE_TTL_SECONDS * 1000
   if (!row || !digestsEqual(row.keyHash, hash) || row.mode !== mode) {
-    remember(key, { identity: null, reason: 'unknown', expiresAt, keyExpiresAt: null }, null)
+    cache.remember(key, { identity: null, reason: 'unknown', expiresAt, credentialExpiresAt: null }, null)
     refuse('unknown')
   }
   if (row.revokedAt) {
-    remember(key, { identity: null, reason: 'revoked', expiresAt, keyExpiresAt: null }, row.id)
+    cache.remember(key, { identity: null, reason: 'revoked', expiresAt, credentialExpiresAt: null }, row.id)
     refuse('revoked')
   }
   const keyExpiresAt = row.expiresAt?.getTime() ?? null
   if (keyExpiresAt !== null && keyExpiresAt <= now) {
-    remember(key, { identity: null, reason: 'expired', expiresAt, keyExpiresAt }, row.id)
+    cache.remember(
+      key,
+      { identity: null, reason: 'expired', expiresAt, credentialExpiresAt: keyExpiresAt },
+      row.id,
+    )
     refuse('expired')
   }
   const identity: Identity = {
@@ -197,7 +117,7 @@ export async function authenticateApiKey(
     planId: row.planId,
     scopes: row.scopes,
   }
-  remember(key, { identity, reason: null, expiresAt, keyExpiresAt }, row.id)
+  cache.remember(key, { identity, reason: null, expiresAt, credentialExpiresAt: keyExpiresAt }, row.id)
   touch(env, ctx, row.id, now)
   return identity
 }

@@ -15,6 +15,7 @@ import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import { appendAuditEvent, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
 import { toBase64 } from '../../../shared/audit/checkpoint'
 import { canonicalJson, sha256Hex, sha384Hex } from '../../../shared/crypto/digests'
+import { preAuthEncoding } from '../../../shared/crypto/dsse'
 import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import { ALGORITHM_REGISTRY } from '../../../shared/crypto-policy'
@@ -34,16 +35,6 @@ export const DSSE_PAYLOAD_TYPE = 'application/vnd.in-toto+json'
 export const PREDICATE_TYPE = 'urn:svc:attestation:crypto-posture:v1'
 const ATTESTATION_TTL_MS = 24 * 3600 * 1000
 const ATTESTATION_SIGNERS: readonly JwsAlgorithm[] = ['ML-DSA-65', 'EdDSA']
-
-/** DSSE v1 pre-authentication encoding: "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body. */
-export function preAuthEncoding(payloadType: string, payload: Uint8Array): Uint8Array {
-  const type = utf8.encode(payloadType)
-  const head = utf8.encode(`DSSEv1 ${type.length} ${payloadType} ${payload.length} `)
-  const out = new Uint8Array(head.length + payload.length)
-  out.set(head)
-  out.set(payload, head.length)
-  return out
-}
 
 function cbomOf(posture: Posture) {
   return buildCbom({

@@ -2,15 +2,18 @@
  * /svc/quantum-reasoning/jobs (spec 000; docs/reasoning-jobs.md):
  *
  *   POST   /jobs           Idempotency-Key (400), the lab switch (503), the body (400), the plan
- *                          (403), the provider for live keys (503), the key claim (409, 429), then
+ *                          (403), the provider connection of byopa_managed (400, 404), the
+ *                          provider for live keys (503), the key claim (409, 429), then
  *                          the job's object (402/429 from metering) → 202 {job}, or 200 {job} for
  *                          a replay of the same request.
  *   GET    /jobs           a page of the tenant's jobs with the caller's capabilities.
  *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or a non-uuid).
+ *   GET    /jobs/{jobId}/receipt   the signed inference receipt and its audit-log entry (404 until issued).
  *   DELETE /jobs/{jobId}   queued → cancelled; finished → content erased; started → 409.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
+import { InferenceReceiptResponseSchema } from '../../../durable-objects/reasoning-job/inference-receipt'
 import {
   type JobCreateRequest,
   JobCreateRequestSchema,
@@ -26,6 +29,7 @@ import {
   jobNotFound,
   jobObjectName,
   type ReasoningJob,
+  type ReceiptReply,
 } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
@@ -38,6 +42,7 @@ import {
   resolvePlan,
 } from '../../../shared/plans'
 import { providerRegistryFromEnv } from '../../../shared/providers'
+import { getConnection } from '../../../shared/quantum/providers/provider-connections.store'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import {
   type Identity,
@@ -91,7 +96,7 @@ function jobStoreUnavailable(err: unknown): AppError {
   )
 }
 
-async function callJob(work: () => Promise<JobReply>): Promise<JobReply> {
+async function callJob<R = JobReply>(work: () => Promise<R>): Promise<R> {
   try {
     return await work()
   } catch (err) {
@@ -99,11 +104,13 @@ async function callJob(work: () => Promise<JobReply>): Promise<JobReply> {
   }
 }
 
+function refused(error: Extract<JobReply, { ok: false }>['error']): AppError {
+  const { status, code, message, param, headers, extraBody } = error
+  return new AppError(status, code, message, { param, headers, ...(extraBody ? { extraBody } : {}) })
+}
+
 function answer(reply: JobReply) {
-  if (!reply.ok) {
-    const { status, code, message, param, headers, extraBody } = reply.error
-    throw new AppError(status, code, message, { param, headers, ...(extraBody ? { extraBody } : {}) })
-  }
+  if (!reply.ok) throw refused(reply.error)
   return reply.job
 }
 
@@ -145,6 +152,44 @@ function checkEntitlements(
   }
 }
 
+/**
+ * byopa_managed runs on one of the tenant's own provider connections, named by
+ * provider_connection_id (404 when it is not theirs); the other products take none.
+ */
+async function checkProviderConnection(
+  c: ReasoningContext,
+  identity: Identity,
+  request: JobCreateRequest,
+): Promise<void> {
+  const id = request.provider_connection_id ?? null
+  if (request.product !== 'byopa_managed') {
+    if (id === null) return
+    throw new AppError(
+      400,
+      'provider_connection_not_allowed',
+      `provider_connection_id is only for product byopa_managed; ${request.product} jobs run on ${request.product === 'managed_qpu' ? "the platform's own provider account" : "the product's simulator"}. Remove it, or use byopa_managed.`,
+      { param: 'provider_connection_id' },
+    )
+  }
+  if (id === null) {
+    throw new AppError(
+      400,
+      'provider_connection_required',
+      'byopa_managed jobs run on your own provider account: set provider_connection_id to one of your provider connections (POST /svc/quantum-reasoning/provider-connections).',
+      { param: 'provider_connection_id' },
+    )
+  }
+  const found = await withRequestDatabase(c, 'reasoning', (db) => getConnection(db, identity.tenantId, id))
+  if (!found) {
+    throw new AppError(
+      404,
+      'provider_connection_not_found',
+      `No provider connection ${id} exists in your workspace. List yours with GET /svc/quantum-reasoning/provider-connections.`,
+      { param: 'provider_connection_id' },
+    )
+  }
+}
+
 export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
   app.openAPIRegistry.registerPath(
     createRoute({
@@ -166,8 +211,11 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
           description: 'The same key and request were already used: the job as it is now',
           content: { 'application/json': { schema: JobEnvelopeSchema } },
         },
-        400: errorResponse('The header or the body is invalid'),
+        400: errorResponse(
+          'The header or the body is invalid (byopa_managed without provider_connection_id, or one given for another product)',
+        ),
         403: errorResponse('The plan lacks the model or real hardware (action-required body)'),
+        404: errorResponse('provider_connection_id names no provider connection of your workspace'),
         409: errorResponse('The key was used with a different request'),
         429: errorResponse('The per-tenant queue limit is reached (action-required body, Retry-After)'),
         503: errorResponse('The reasoning lab is disabled, or no provider is configured'),
@@ -197,6 +245,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
         { param: 'workspace_id' },
       )
     }
+    await checkProviderConnection(c, identity, request)
     if (!isTestMode(identity)) {
       const registry = providerRegistryFromEnv(c.env)
       if (!registry || registry.targetsFor(request.model).length === 0) {
@@ -271,6 +320,38 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
     const jobId = jobIdOf(c.req.param('jobId'))
     const reply = await callJob(() => jobObject(c.env, identity.tenantId, jobId).get(jobCaller(identity)))
     return c.json({ job: answer(reply) }, 200)
+  })
+
+  app.openAPIRegistry.registerPath(
+    createRoute({
+      method: 'get',
+      path: '/svc/quantum-reasoning/jobs/{jobId}/receipt',
+      tags: ['Reasoning'],
+      summary:
+        "The job's signed inference receipt (DSSE, ML-DSA-65 with the token keys: verify with the JWKS) and its audit-log entry",
+      request: { params: JobIdParamSchema },
+      responses: {
+        200: {
+          description: 'The receipt',
+          content: { 'application/json': { schema: InferenceReceiptResponseSchema } },
+        },
+        404: errorResponse('No such job in your workspace, or no receipt issued yet (receipt_not_issued)'),
+      },
+    }),
+  )
+  app.get('/svc/quantum-reasoning/jobs/:jobId/receipt', async (c) => {
+    const identity = callerOf(c)
+    const jobId = jobIdOf(c.req.param('jobId'))
+    const jwksUrl = `${c.get('request').baseUrl}/.well-known/jwks.json`
+    const reply = await callJob<ReceiptReply>(
+      async () =>
+        (await jobObject(c.env, identity.tenantId, jobId).receipt(
+          jobCaller(identity),
+          jwksUrl,
+        )) as ReceiptReply,
+    )
+    if (!reply.ok) throw refused(reply.error)
+    return c.json(reply.receipt, 200)
   })
 
   app.openAPIRegistry.registerPath(

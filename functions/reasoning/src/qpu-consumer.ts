@@ -46,11 +46,13 @@ export interface QpuConsumerDeps {
   enqueue(message: QpuQueueMessage, delaySeconds: number): Promise<void>
   /** Seconds between polls of a running provider job. */
   readonly pollDelaySeconds: number
+  /** Longest backoff of a retried message (default 60). */
+  readonly maxRetryDelaySeconds?: number
 }
 
-/** Backoff of a retried message: 2, 4, 8 … 60 s, or the provider's Retry-After when longer. */
-export function retryDelaySeconds(attempts: number, retryAfterMs?: number): number {
-  const backoff = Math.min(60, 2 ** Math.max(1, attempts))
+/** Backoff of a retried message: 2, 4, 8 … 60 s (`max`), or the provider's Retry-After when longer. */
+export function retryDelaySeconds(attempts: number, retryAfterMs?: number, max = 60): number {
+  const backoff = Math.min(max, 2 ** Math.max(1, attempts))
   return Math.max(backoff, Math.ceil((retryAfterMs ?? 0) / 1000))
 }
 
@@ -79,7 +81,7 @@ export async function handleQpuMessage(message: QueuedMessage, deps: QpuConsumer
     claim = await port.qpuClaim(msg.attempt_id)
   } catch (err) {
     log('qpu_job_unreachable', { job_id: msg.job_id, detail: String(err) })
-    message.retry({ delaySeconds: retryDelaySeconds(message.attempts) })
+    message.retry({ delaySeconds: retryDelaySeconds(message.attempts, undefined, deps.maxRetryDelaySeconds) })
     return
   }
   if (claim.kind === 'done') return message.ack()
@@ -178,7 +180,9 @@ export async function handleQpuMessage(message: QueuedMessage, deps: QpuConsumer
       tries: message.attempts,
       detail: String(err),
     })
-    message.retry({ delaySeconds: retryDelaySeconds(message.attempts, retryAfter) })
+    message.retry({
+      delaySeconds: retryDelaySeconds(message.attempts, retryAfter, deps.maxRetryDelaySeconds),
+    })
   }
 }
 

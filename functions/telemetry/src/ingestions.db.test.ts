@@ -2,19 +2,23 @@
  * The telemetry family as the gateway calls it, against Postgres, with the collector played by a
  * stubbed fetch (the e2e tests use a real collector fake over HTTP): what is retained per export,
  * paging, pruning past OTLP_RESULTS_RETAINED, tenancy of the results, and the collector not
- * being configured.
+ * being configured. Metering goes to a recording stand-in of the RateLimiter (the e2e tests meet the
+ * real one): what each export was charged.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Identity } from '../../../shared/worker/request-context'
 import { createTenant, databaseEnv } from '../../../test/unit/database'
 import { apiKeyIdentity, callFamily, errorOf } from '../../../test/unit/family-call'
+import { namespaceOf, RecordingLimiter } from '../../../test/unit/recording-limiter'
 import TelemetryWorker from './index'
 import type { TelemetryEnv } from './telemetry.context'
 
 const COLLECTOR = 'http://collector.test:4318'
+let limiter = new RecordingLimiter()
 const env = (extra: Partial<TelemetryEnv> = {}): TelemetryEnv => ({
   ...databaseEnv,
   OTLP_COLLECTOR_URL: COLLECTOR,
+  RATE_LIMITER: namespaceOf(limiter),
   ...extra,
 })
 
@@ -44,6 +48,7 @@ function stubCollector(status = 200): Forwarded[] {
 
 afterEach(() => {
   vi.restoreAllMocks()
+  limiter = new RecordingLimiter()
 })
 
 const logs = (count: number) =>
@@ -90,6 +95,16 @@ describe('OTLP export against Postgres', () => {
       expect.objectContaining({ signal: 'logs', items: 3, outcome: 'forwarded', decoded_bytes: body.length }),
     ])
     expect(page.totals).toEqual([expect.objectContaining({ signal: 'logs', requests: 1, items: 3 })])
+    // Admitted as the paid tool telemetry_ingest and charged the decoded bytes.
+    expect(limiter.acquireCalls).toEqual([expect.objectContaining({ model: 'telemetry_ingest' })])
+    await vi.waitFor(() =>
+      expect(limiter.settleCalls.flat()).toEqual([
+        expect.objectContaining({
+          model: 'telemetry_ingest',
+          usage: expect.objectContaining({ quantity: body.length }),
+        }),
+      ]),
+    )
   })
 
   it('pages by the last id, keeps only the newest OTLP_RESULTS_RETAINED, never shows another tenant', async () => {
@@ -127,7 +142,7 @@ describe('OTLP export against Postgres', () => {
   it('answers 503 collector_not_configured without a collector, and records the refusal', async () => {
     const seen = stubCollector()
     const identity = apiKeyIdentity({ tenantId: await createTenant() })
-    const res = await exportLogs(identity, logs(1), { ...databaseEnv })
+    const res = await exportLogs(identity, logs(1), { ...databaseEnv, RATE_LIMITER: namespaceOf(limiter) })
     expect(res.status).toBe(503)
     expect((await errorOf(res)).code).toBe('collector_not_configured')
     expect(seen).toEqual([])

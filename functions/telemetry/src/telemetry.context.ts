@@ -1,6 +1,6 @@
 /**
  * Bindings and configuration of the telemetry worker (functions/telemetry/wrangler.toml), parsed
- * once per distinct env by one zod schema. README's configuration table lists the same rows.
+ * once per distinct env values by one zod schema (envReader). README's configuration table lists the same rows.
  *
  * | variable                     | kind   | default        | meaning                                           |
  * |------------------------------|--------|----------------|---------------------------------------------------|
@@ -13,6 +13,7 @@
  */
 import { z } from 'zod'
 import type { AuditLogNamespace } from '../../../durable-objects/audit-log/audit-client'
+import { envReader, textVar, urlVar, wholeNumberVar } from '../../../shared/config/worker-env'
 import type { DatabaseEnv } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
 import type { RateLimiterNamespace } from '../../../shared/metering/metering-client'
@@ -31,60 +32,23 @@ export interface TelemetryEnv extends DatabaseEnv, PlanCatalogEnv {
   OTLP_RESULTS_RETAINED?: string
 }
 
-const positiveInt = (fallback: number) =>
-  z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined || v.trim() === '') return fallback
-      if (!/^\d+$/.test(v.trim()) || Number(v) <= 0) {
-        ctx.addIssue({ code: 'custom', message: `must be a positive integer (got ${JSON.stringify(v)})` })
-        return z.NEVER
-      }
-      return Number(v)
-    })
-
-const optionalText = (fallback: string | null) =>
-  z
-    .string()
-    .optional()
-    .transform((v) => (v === undefined || v.trim() === '' ? fallback : v.trim()))
-
+/** The worker's settings, parsed by the one env reader every worker uses (shared/config/worker-env.ts). */
 export const TelemetrySettingsSchema = z.object({
-  OTLP_COLLECTOR_URL: optionalText(null).pipe(
-    z
-      .string()
-      .url({ message: 'must be an http(s) URL such as http://collector:4318' })
-      .refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL')
-      .nullable(),
-  ),
-  OTLP_COLLECTOR_AUTHORIZATION: optionalText(null),
-  OTLP_COLLECTOR_TIMEOUT_MS: positiveInt(10_000),
-  OTLP_DEPLOYMENT_ENVIRONMENT: optionalText('development'),
-  OTLP_CLOUD_REGION: optionalText('local'),
-  OTLP_RESULTS_RETAINED: positiveInt(1_000),
+  OTLP_COLLECTOR_URL: urlVar(),
+  OTLP_COLLECTOR_AUTHORIZATION: textVar(undefined),
+  OTLP_COLLECTOR_TIMEOUT_MS: wholeNumberVar(10_000),
+  OTLP_DEPLOYMENT_ENVIRONMENT: textVar('development'),
+  OTLP_CLOUD_REGION: textVar('local'),
+  OTLP_RESULTS_RETAINED: wholeNumberVar(1_000),
 })
 
 export type TelemetrySettings = z.output<typeof TelemetrySettingsSchema>
 
-const parsed = new WeakMap<object, TelemetrySettings>()
-
-/** The settings of this env (parsed once); a wrong value is a 503 naming the variable. */
-export function telemetrySettings(env: TelemetryEnv): TelemetrySettings {
-  const cached = parsed.get(env)
-  if (cached) return cached
-  const result = TelemetrySettingsSchema.safeParse(env)
-  if (!result.success) {
-    const issue = result.error.issues[0]!
-    throw new AppError(
-      503,
-      'telemetry_misconfigured',
-      `The telemetry receiver is misconfigured (${String(issue.path[0])} ${issue.message}); an operator must fix it.`,
-    )
-  }
-  parsed.set(env, result.data)
-  return result.data
-}
+/** The settings of this env; a wrong value is 503 `service_misconfigured` naming the variable. */
+export const telemetrySettings: (env: TelemetryEnv) => TelemetrySettings = envReader(
+  'telemetry',
+  TelemetrySettingsSchema,
+)
 
 /** The RateLimiter binding; without it the receiver cannot admit an export (503, nothing forwarded). */
 export function meteringOf(env: TelemetryEnv): RateLimiterNamespace {

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest'
 import { parse } from 'yaml'
 import configText from '../../../../deploy/otel-collector.yaml?raw'
-import { TelemetrySettingsSchema } from '../telemetry.context'
+import { TelemetrySettingsSchema, telemetrySettings } from '../telemetry.context'
 import { collectorHeaders, TENANT_HEADERS } from './collector'
 
 interface Action {
@@ -101,5 +101,28 @@ describe('deploy/otel-collector.yaml', () => {
       expect(processors.indexOf('resource/svc')).toBeLessThan(processors.indexOf('batch'))
     }
     expect(configText).not.toMatch(/Bearer [A-Za-z0-9]/)
+  })
+})
+
+describe('telemetry settings (the worker env reader)', () => {
+  it('a wrong value is 503 service_misconfigured naming it; a value changed on the same env is read again', () => {
+    const env: Record<string, string> = {
+      OTLP_COLLECTOR_URL: 'http://collector:4318/',
+      OTLP_COLLECTOR_TIMEOUT_MS: 'soon',
+    }
+    expect(() => telemetrySettings(env)).toThrow(
+      expect.objectContaining({
+        status: 503,
+        code: 'service_misconfigured',
+        message: expect.stringContaining('OTLP_COLLECTOR_TIMEOUT_MS'),
+      }),
+    )
+    env.OTLP_COLLECTOR_TIMEOUT_MS = '2500'
+    expect(telemetrySettings(env)).toMatchObject({
+      OTLP_COLLECTOR_URL: 'http://collector:4318',
+      OTLP_COLLECTOR_TIMEOUT_MS: 2500,
+      OTLP_RESULTS_RETAINED: 1000,
+      OTLP_DEPLOYMENT_ENVIRONMENT: 'development',
+    })
   })
 })

@@ -1,0 +1,25 @@
+/**
+ * Rows read back from a Durable Object's SQLite storage, checked against the schema of what the
+ * object writes: a row that does not fit (a damaged or hand-edited database, a missed migration)
+ * fails loudly, naming the table and the column, instead of flowing on as a wrong value.
+ */
+import type { z } from 'zod'
+
+export type StoredRow = Record<string, SqlStorageValue>
+
+export function parseStoredRows<T extends z.ZodType>(
+  schema: T,
+  rows: StoredRow[],
+  table: string,
+): z.infer<T>[] {
+  return rows.map((row) => {
+    const parsed = schema.safeParse(row)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]
+      throw new Error(
+        `stored ${table} row does not fit its schema: ${issue?.path.join('.')}: ${issue?.message}`,
+      )
+    }
+    return parsed.data
+  })
+}
