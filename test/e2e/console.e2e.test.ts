@@ -227,6 +227,22 @@ describe('console: API keys', () => {
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('revoked_api_key')
   })
 
+  it('the test/live switch shows the keys of the mode chosen, and stays chosen', async () => {
+    await page.goto(url('/console/api-keys'))
+    const live = page.getByRole('button', { name: 'Live', exact: true })
+    await live.click()
+    await page.waitForURL(/\/console\/api-keys$/)
+    expect(await live.getAttribute('aria-pressed')).toBe('true')
+    const keys = page.getByRole('region', { name: 'live API keys' })
+    expect(await keys.textContent()).toContain('console live key')
+    expect(await keys.textContent()).not.toContain('console test key')
+    await page.goto(url('/console/overview'))
+    expect(await page.locator('main .lead').textContent()).toContain('showing live mode')
+    await page.getByRole('button', { name: 'Test', exact: true }).click()
+    await page.waitForURL(/\/console\/overview$/)
+    expect(await page.locator('main .lead').textContent()).toContain('showing test mode')
+  })
+
   it('rotates a key: the new secret works, the old one is refused when no grace period is chosen', async () => {
     await page.goto(url('/console/api-keys'))
     await page.getByLabel('Name').fill('rotated key')
