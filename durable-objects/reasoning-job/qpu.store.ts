@@ -8,6 +8,7 @@
 import { z } from 'zod'
 import { MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import { QpuSubmissionSchema } from '../../shared/quantum/qpu-queue'
+import { parseStoredRows, type StoredRow } from '../stored-rows'
 import type { QpuAttempt } from './qpu-attempt'
 
 const DDL = `CREATE TABLE IF NOT EXISTS qpu_attempt (
@@ -56,6 +57,18 @@ const RowSchema = z.object({
   last_contact_at: z.number(),
 })
 
+/** A JSON column read back through its schema; a value that does not fit names the column. */
+function storedJson<T extends z.ZodType>(schema: T, text: string, column: string): z.infer<T> {
+  const parsed = schema.safeParse(JSON.parse(text))
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new Error(
+      `stored qpu_attempt.${column} does not fit its schema: ${issue?.path.join('.')}: ${issue?.message}`,
+    )
+  }
+  return parsed.data
+}
+
 export interface QpuRecord {
   readonly attempt: QpuAttempt
   readonly grant: z.infer<typeof MeterGrantSchema>
@@ -71,16 +84,17 @@ export class QpuStore {
   }
 
   record(): QpuRecord | null {
-    const row = this.sql
-      .exec<Record<string, SqlStorageValue>>(`SELECT * FROM qpu_attempt WHERE id = 1`)
-      .toArray()[0]
+    const [row] = parseStoredRows(
+      RowSchema,
+      this.sql.exec<StoredRow>(`SELECT * FROM qpu_attempt WHERE id = 1`).toArray(),
+      'qpu_attempt',
+    )
     if (!row) return null
-    const parsed = RowSchema.parse(row)
     return {
-      attempt: QpuAttemptSchema.parse(JSON.parse(parsed.attempt_json)) as QpuAttempt,
-      grant: MeterGrantSchema.parse(JSON.parse(parsed.grant_json)),
-      settled: parsed.settled === 1,
-      lastContactAt: parsed.last_contact_at,
+      attempt: storedJson(QpuAttemptSchema, row.attempt_json, 'attempt_json') as QpuAttempt,
+      grant: storedJson(MeterGrantSchema, row.grant_json, 'grant_json'),
+      settled: row.settled === 1,
+      lastContactAt: row.last_contact_at,
     }
   }
 

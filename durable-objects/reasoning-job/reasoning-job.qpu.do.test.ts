@@ -6,7 +6,7 @@
  * happen exactly when a test says. Every real_request_status and outcome_state a real-hardware job
  * can end with is reached here by a real path.
  */
-import { runInDurableObject } from 'cloudflare:test'
+import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test'
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import {
   handleDeadLetter,
@@ -358,6 +358,37 @@ describe('managed_qpu through the QPU queue and the provider', { timeout: 30_000
     expect(queue).toHaveLength(1)
     const job = await pumpToEnd(handle)
     expect(job).toMatchObject({ status: 'completed', real_request_status: 'executed' })
+  })
+})
+
+describe('a restart while awaiting_qpu', { timeout: 30_000 }, () => {
+  it('the object torn down after the provider job was created: the revived object re-sends, polls, executes once', async () => {
+    const handle = await newManagedJob()
+    await driveToQpu(handle)
+    const [message] = queue.splice(0)
+    await control.post('/clock', { mode: 'manual' }) // the QPU job stays running until the clock moves
+    try {
+      expect(await deliver(message!)).toBe('ack') // created, recorded, first poll: still running
+      expect(await control.providerJobs(handle.jobId)).toHaveLength(1)
+      await abortAllDurableObjects()
+      queue.splice(0) // the poll message is lost with the restart
+    } finally {
+      await control.post('/clock', { mode: 'real' })
+    }
+    // A new instance: what the first one stored is all it knows; its watchdog sends the message again.
+    const revived = { ...handle, stub: reasoningEnv.REASONING_JOB.get(handle.stub.id) }
+    expect(await jobOf(revived)).toMatchObject({ status: 'awaiting_qpu', real_request_status: 'reserved' })
+    mutableEnv.QPU_REDRIVE_SECONDS = '1'
+    await runInDurableObject(revived.stub, (_o: ReasoningJob, state) => {
+      state.storage.sql.exec(`UPDATE qpu_attempt SET last_contact_at = 1`)
+    })
+    const job = await pumpToEnd(revived)
+    expect(job).toMatchObject({
+      status: 'completed',
+      real_request_status: 'executed',
+      used_real_qubits: true,
+    })
+    expect(await control.providerJobs(handle.jobId)).toHaveLength(1)
   })
 })
 

@@ -60,7 +60,16 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
     stopFakes.push(started.stop)
   }
   // Settings the tests need shorter than their defaults (README's configuration table).
-  const testSettings = { REASONING_RETRY_BASE_MS: '200', REASONING_RETRY_MAX_MS: '1000' }
+  const testSettings = {
+    REASONING_RETRY_BASE_MS: '200',
+    REASONING_RETRY_MAX_MS: '1000',
+    // The QPU path: retried messages reach the dead-letter queue in seconds, a lost message is sent
+    // again soon, an unknown outcome the provider does not know is given up after a second.
+    QPU_RETRY_MAX_DELAY_SECONDS: '1',
+    QPU_REDRIVE_SECONDS: '5',
+    QPU_RECONCILE_GRACE_SECONDS: '1',
+    QPU_POLL_INTERVAL_SECONDS: '1',
+  }
   const stack = await launchStack({
     dataDir,
     env: { ...testSettings, ...fakeEnv },
