@@ -227,6 +227,22 @@ describe('console: API keys', () => {
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('revoked_api_key')
   })
 
+  it('the test/live switch shows the keys of the mode chosen, and stays chosen', async () => {
+    await page.goto(url('/console/api-keys'))
+    const live = page.getByRole('button', { name: 'Live', exact: true })
+    await live.click()
+    await page.waitForURL(/\/console\/api-keys$/)
+    expect(await live.getAttribute('aria-pressed')).toBe('true')
+    const keys = page.getByRole('region', { name: 'live API keys' })
+    expect(await keys.textContent()).toContain('console live key')
+    expect(await keys.textContent()).not.toContain('console test key')
+    await page.goto(url('/console/overview'))
+    expect(await page.locator('main .lead').textContent()).toContain('showing live mode')
+    await page.getByRole('button', { name: 'Test', exact: true }).click()
+    await page.waitForURL(/\/console\/overview$/)
+    expect(await page.locator('main .lead').textContent()).toContain('showing test mode')
+  })
+
   it('rotates a key: the new secret works, the old one is refused when no grace period is chosen', async () => {
     await page.goto(url('/console/api-keys'))
     await page.getByLabel('Name').fill('rotated key')
@@ -408,10 +424,14 @@ describe('console: crypto policy and the audit log', () => {
 
   it('lists policy changes in the audit log and verifies any entry in the browser', async () => {
     await page.goto(url('/console/audit-log'))
-    // The test before set the policy from Strict back to Default: the newest entries say so.
+    // The test before set Strict in the console, then Default with the live key: the newest entries say so.
     await expect
       .poll(() => page.locator('table').textContent())
-      .toContain('Policy set to default (audit) by key:')
+      .toContain('Policy set to default (audit) by key “console live key”')
+    // Actors by name: the console's own change was made by the signed-in person.
+    expect(await page.locator('table').textContent()).toContain(
+      `Policy set to strict (enforce) by you (${ws.email})`,
+    )
     const newest = page.locator('tbody tr').first()
     await newest.getByRole('button', { name: /Verify the inclusion proof/ }).click()
     await expect
@@ -480,6 +500,53 @@ describe('console: plans, service accounts, agent runs', () => {
     await page.goto(url(`/console/agent-runs?run_id=${crypto.randomUUID()}`))
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('No such run for this account')
     await shots('agent-runs')
+  })
+
+  it('shows a run the signed-in person started, with its state and usage, and cancels it', async () => {
+    // A run belongs to the credential that started it: here the owner's own login, as the agent CLI uses.
+    const login = await fetch(url('/auth/login'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: ws.email, password: ws.password }),
+    })
+    expect(login.status).toBe(200)
+    const { access_token } = (await login.json()) as { access_token: string }
+    const runId = crypto.randomUUID()
+    const turn = await fetch(url('/svc/code/v1/turns'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        protocol: 'svc.code.v1',
+        session_id: 'console-e2e',
+        run_id: runId,
+        turn_id: 'turn-1',
+        model: 'svc-comb',
+        mode: 'edit',
+        // The model calls the tool; an edit tool waits for the person's approval, so the run stays open.
+        request: 'call write_file',
+        client_tools: [
+          { name: 'write_file', description: 'w', input_schema: { type: 'object' }, tags: ['edit'] },
+        ],
+        workspace: {},
+        transcript: [],
+        capabilities: {},
+      }),
+    })
+    expect(turn.status, await turn.clone().text()).toBe(200)
+    await turn.text()
+
+    await page.goto(url('/console/agent-runs'))
+    await page.getByLabel('Run id').fill(runId)
+    await page.getByRole('button', { name: 'Look up' }).click()
+    const facts = page.locator('dl.facts')
+    await expect.poll(() => facts.textContent()).toContain('Turns1')
+    expect(await facts.textContent()).toMatch(/Tokens[\d,]+ of [\d,]+/)
+    expect(await facts.textContent()).toContain('Pending approvalswrite_file')
+    await shots('agent-run')
+    page.once('dialog', (dialog) => dialog.accept())
+    await page.getByRole('button', { name: 'Cancel run' }).click()
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Run cancelled.')
+    expect(await facts.locator('.badge').textContent()).toBe('cancelled')
   })
 })
 

@@ -16,7 +16,7 @@ const series = toSeries(
   (r) => r.tokens,
 )
 
-const tickLabels = (svg: string) => [...svg.matchAll(/<text x="58" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1])
+const tickLabels = (svg: string) => [...svg.matchAll(/<text x="662" [^>]*>([^<]*)<\/text>/g)].map((m) => m[1])
 
 describe('console charts', () => {
   it('aligns rows with the days of the period and drops rows outside it', () => {

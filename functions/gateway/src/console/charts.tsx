@@ -38,7 +38,8 @@ export interface BarChartProps {
 
 const WIDTH = 720
 const HEIGHT = 240
-const PAD = { top: 12, right: 12, bottom: 34, left: 64 }
+// The value axis is on the right, next to the newest days (what a narrow screen shows first).
+const PAD = { top: 12, right: 64, bottom: 34, left: 12 }
 
 /** A round upper bound for the axis: 1, 2 or 5 times a power of ten. */
 export function niceMax(max: number): number {
@@ -92,7 +93,7 @@ export const BarChart: FC<BarChartProps> = ({
           {ticks.map((t) => (
             <g>
               <line class="grid" x1={PAD.left} x2={WIDTH - PAD.right} y1={y(t)} y2={y(t)} />
-              <text x={PAD.left - 6} y={y(t) + 4} text-anchor="end">
+              <text x={WIDTH - PAD.right + 6} y={y(t) + 4} text-anchor="start">
                 {format(t)}
               </text>
             </g>

@@ -25,9 +25,20 @@ interface Entry {
   event: Record<string, unknown>
 }
 
-/** One line about an event, in the words of its kind. */
-export function describeEvent(event: Record<string, unknown>): string {
-  const s = (k: string) => (event[k] === undefined || event[k] === null ? '' : String(event[k]))
+/**
+ * One line about an event, in the words of its kind. `who` turns an actor (`key:<id>`,
+ * `user:<id>`) into a name the reader knows, when the page knows it.
+ */
+export function describeEvent(
+  event: Record<string, unknown>,
+  who: (actor: string) => string = (actor) => actor,
+): string {
+  const s = (k: string) =>
+    event[k] === undefined || event[k] === null
+      ? ''
+      : k === 'actor'
+        ? who(String(event[k]))
+        : String(event[k])
   switch (event.kind) {
     case 'api_key.changed':
       return `API key ${s('name') || `…${s('suffix')}`} ${s('action')} by ${s('actor')}`
@@ -65,6 +76,19 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
         ? await api.get<{ data: Entry[] }>(`/platform/v1/audit-log/entries?start=${start}&end=${before}`)
         : null
     const rows = entries?.ok ? [...entries.body.data].reverse() : []
+    // Actors by name: the signed-in person, and the workspace's keys (owners and admins see them all).
+    const keys = await api.get<{ data: { id: string; name: string; redacted_value: string }[] }>(
+      '/platform/v1/api-keys?include_inactive=true',
+    )
+    const me = c.get('workspace').user
+    const names = new Map<string, string>([
+      ...(keys.ok ? keys.body.data : []).map((k): [string, string] => [
+        `key:${k.id}`,
+        `key “${k.name}” (${k.redacted_value})`,
+      ]),
+      ...(me ? [[`user:${me.id}`, `you (${me.email})`] as [string, string]] : []),
+    ])
+    const who = (actor: string) => names.get(actor) ?? actor
     const frame = await frameOf(c, 'Audit log', 'audit-log')
     return html(
       c,
@@ -83,7 +107,16 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
                 <code>{checkpoint.body.origin}</code>
               </dd>
               <dt>Size</dt>
-              <dd>{checkpoint.body.tree_size} entries</dd>
+              <dd>
+                {checkpoint.body.tree_size} entries
+                {size > checkpoint.body.tree_size ? (
+                  <span class="hint">
+                    {size - checkpoint.body.tree_size} newer{' '}
+                    {size - checkpoint.body.tree_size === 1 ? 'entry is' : 'entries are'} covered by the next
+                    checkpoint, signed within AUDIT_CHECKPOINT_INTERVAL_MS or at once when a proof asks for it
+                  </span>
+                ) : null}
+              </dd>
               <dt>Root hash</dt>
               <dd>
                 <code>{checkpoint.body.root_hash}</code>
@@ -116,7 +149,7 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
                 <td>
                   <code>{String(e.event.kind)}</code>
                 </td>
-                <td>{describeEvent(e.event)}</td>
+                <td>{describeEvent(e.event, who)}</td>
                 <td>
                   <button
                     type="button"

@@ -38,6 +38,8 @@ interface FormState {
   next: string
   error?: string
   info?: string
+  /** Why the person has to sign in again. */
+  warning?: string
   askTenant?: boolean
 }
 
@@ -54,6 +56,7 @@ async function render(c: ConsoleContext, state: FormState, status = 200) {
       <main id="main" class="sign-in">
         <h1>Sign in to the svc console</h1>
         {state.info ? <Notice kind="ok">{state.info}</Notice> : null}
+        {state.warning ? <Notice kind="warn">{state.warning}</Notice> : null}
         {state.error ? (
           <Notice kind="error" title="Not signed in">
             <p id="sign-in-error">{state.error}</p>
@@ -107,7 +110,7 @@ export function signInPages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
       next: safeNext(c.req.query('next')),
       ...(c.req.query('signed_out') ? { info: 'You are signed out.' } : {}),
       ...(c.req.query('expired')
-        ? { info: 'Your session ended (signed in too long ago, or idle too long). Sign in again.' }
+        ? { warning: 'Your session ended (signed in too long ago, or idle too long). Sign in again.' }
         : {}),
     }),
   )
