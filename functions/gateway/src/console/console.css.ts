@@ -56,6 +56,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 tr:last-child td{border-bottom:0}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.86rem;overflow-wrap:anywhere}
 form.inline{display:inline}
+.form-actions{margin:1rem 0 0}
 .form-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(15rem,1fr));gap:.9rem 1.25rem;align-items:start}
 label{display:block;font-weight:600;margin-bottom:.25rem}
 .field{margin-bottom:.9rem}

@@ -41,8 +41,9 @@ async function renderRun(c: ConsoleContext, runId: string, notice?: Flash) {
     <Frame frame={frame}>
       <h1>Agent runs</h1>
       <p class="lead">
-        A run belongs to the credential that started it (its <code>run_id</code> is in the turn's events).
-        Look one up to see its state and usage, and cancel it while it runs.
+        A run belongs to the credential that started it (its <code>run_id</code> is in the turn's events):
+        here you find the runs you started with your own login, as the agent CLI does. Look one up to see its
+        state and usage, and cancel it while it runs.
       </p>
       <FlashNotice flash={notice} />
       <form method="get" action="/console/agent-runs" class="filters" aria-label="Find a run">
@@ -98,14 +99,16 @@ async function renderRun(c: ConsoleContext, runId: string, notice?: Flash) {
             <dd>{formatDate(run.updated_at)}</dd>
           </dl>
           {TERMINAL.has(run.state) ? null : (
-            <PostAction
-              action={`/console/agent-runs/${run.id}/cancel`}
-              csrf={frame.csrf}
-              label="Cancel run"
-              kind="danger"
-              small={false}
-              confirm="Cancel this run? The running turn stops."
-            />
+            <div class="form-actions">
+              <PostAction
+                action={`/console/agent-runs/${run.id}/cancel`}
+                csrf={frame.csrf}
+                label="Cancel run"
+                kind="danger"
+                small={false}
+                confirm="Cancel this run? The running turn stops."
+              />
+            </div>
           )}
         </section>
       ) : null}

@@ -242,14 +242,16 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
             </section>
           ) : null}
           {cancellable || finished ? (
-            <PostAction
-              action={`/console/reasoning/jobs/${job.id}/delete`}
-              csrf={frame.csrf}
-              label={cancellable ? 'Cancel job' : 'Delete job content'}
-              kind="danger"
-              small={false}
-              confirm={cancellable ? 'Cancel this job?' : 'Erase this finished job’s content?'}
-            />
+            <div class="form-actions">
+              <PostAction
+                action={`/console/reasoning/jobs/${job.id}/delete`}
+                csrf={frame.csrf}
+                label={cancellable ? 'Cancel job' : 'Delete job content'}
+                kind="danger"
+                small={false}
+                confirm={cancellable ? 'Cancel this job?' : 'Erase this finished job’s content?'}
+              />
+            </div>
           ) : null}
         </>
       ) : null}
