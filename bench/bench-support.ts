@@ -32,17 +32,31 @@ export function wrk(
   connections: number,
   seconds: number,
   tokensFile?: string,
+  /** A POST body (JSON); the request is then a POST (bench/wrk-post-report.lua). */
+  body?: string,
 ): Promise<WrkResult> {
   const hdrs = Object.entries(headers)
     .map(([k, v]) => `${k}: ${v}`)
     .join(';;')
-  const script = path.join(BENCH_DIR, tokensFile ? 'identity-wrk-tokens.lua' : 'gateway-wrk-report.lua')
+  const script = path.join(
+    BENCH_DIR,
+    tokensFile
+      ? 'identity-wrk-tokens.lua'
+      : body !== undefined
+        ? 'wrk-post-report.lua'
+        : 'gateway-wrk-report.lua',
+  )
   return new Promise((resolve, reject) => {
     const child = spawn(
       'wrk',
       ['-t1', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, url],
       {
-        env: { ...process.env, HDRS: hdrs, ...(tokensFile ? { TOKENS: tokensFile } : {}) },
+        env: {
+          ...process.env,
+          HDRS: hdrs,
+          ...(tokensFile ? { TOKENS: tokensFile } : {}),
+          ...(body !== undefined ? { BODY: body } : {}),
+        },
       },
     )
     let out = ''

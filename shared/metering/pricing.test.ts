@@ -43,6 +43,9 @@ describe('paid tools', () => {
     expect(toolCostUnits(PLAN_CATALOG, 'web_search', 1)).toBe(5_000)
     expect(toolCostUnits(PLAN_CATALOG, 'transcription', 60)).toBe(6_000)
     expect(unitsToCents(toolCostUnits(PLAN_CATALOG, 'web_search', 3))).toBe('1.5000')
+    // OTLP ingestion: USD 0.50 per GB after decompression; a 30 kB export is 0.0015 cents.
+    expect(unitsToCents(toolCostUnits(PLAN_CATALOG, 'telemetry_ingest', 1_000_000_000))).toBe('50.0000')
+    expect(unitsToCents(toolCostUnits(PLAN_CATALOG, 'telemetry_ingest', 30_000))).toBe('0.0015')
   })
 })
 

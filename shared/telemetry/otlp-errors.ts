@@ -30,6 +30,16 @@ export function otlpResponseEncoding(contentType: string | null): OtlpEncoding {
   return otlpEncodingOf(contentType) ?? 'json'
 }
 
+/**
+ * The Content-Type of an answer: the request's own media type when it is one the receiver takes
+ * (OTLP/HTTP: "the server MUST use the same Content-Type in the response as it received in the
+ * request": `application/protobuf` is answered as `application/protobuf`), else OTLP JSON.
+ */
+export function otlpResponseMediaType(contentType: string | null): string {
+  const base = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase()
+  return otlpEncodingOf(base) ? base : 'application/json'
+}
+
 /** google.rpc.Code for an HTTP status, as gRPC's own HTTP mapping (and the Collector's) uses. */
 export function grpcCodeFor(status: number): number {
   if (status >= 200 && status < 300) return 0
@@ -70,7 +80,14 @@ export function statusProtobuf(code: number, message: string): Uint8Array {
   return writer.finish()
 }
 
-export function otlpErrorResponse(encoding: OtlpEncoding, error: AppError, requestId: string): Response {
+/** The refusal of a request whose Content-Type header is `requestContentType`. */
+export function otlpErrorResponse(
+  requestContentType: string | null,
+  error: AppError,
+  requestId: string,
+): Response {
+  const encoding = otlpResponseEncoding(requestContentType)
+  const mediaType = otlpResponseMediaType(requestContentType)
   const plain = error.toPlain(requestId)
   const code = grpcCodeFor(error.status)
   const headers: Record<string, string> = { ...plain.headers, 'x-svc-error-code': error.code }
@@ -79,7 +96,7 @@ export function otlpErrorResponse(encoding: OtlpEncoding, error: AppError, reque
       status: 200,
       headers: {
         ...headers,
-        'content-type': 'application/grpc',
+        'content-type': mediaType,
         'grpc-status': String(code),
         'grpc-message': grpcMessageHeader(error.message),
       },
@@ -88,12 +105,12 @@ export function otlpErrorResponse(encoding: OtlpEncoding, error: AppError, reque
   if (encoding === 'protobuf') {
     return new Response(statusProtobuf(code, error.message), {
       status: error.status,
-      headers: { ...headers, 'content-type': 'application/x-protobuf' },
+      headers: { ...headers, 'content-type': mediaType },
     })
   }
   const body = { code, message: error.message, details: [], ...error.toBody() }
   return new Response(JSON.stringify(body), {
     status: error.status,
-    headers: { ...headers, 'content-type': 'application/json' },
+    headers: { ...headers, 'content-type': mediaType },
   })
 }

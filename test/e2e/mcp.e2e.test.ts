@@ -29,6 +29,8 @@ interface McpSession {
     tools: { name: string; inputSchema: Record<string, unknown>; outputSchema?: Record<string, unknown> }[]
   }>
   callTool(name: string, args: Record<string, unknown>): Promise<ToolResult>
+  listResources(): Promise<{ resources: { uri: string; name: string }[] }>
+  readResource(uri: string): Promise<{ contents: { uri: string; mimeType?: string; text?: string }[] }>
   close(): Promise<void>
 }
 
@@ -41,6 +43,8 @@ async function connect(era: '2025-11-25' | '2026-07-28', key: string): Promise<M
     return {
       listTools: () => client.listTools() as never,
       callTool: (name, args) => client.callTool({ name, arguments: args }) as Promise<ToolResult>,
+      listResources: () => client.listResources() as never,
+      readResource: (uri) => client.readResource({ uri }) as never,
       close: () => client.close(),
     }
   }
@@ -52,6 +56,8 @@ async function connect(era: '2025-11-25' | '2026-07-28', key: string): Promise<M
   return {
     listTools: () => client.listTools() as never,
     callTool: (name, args) => client.callTool({ name, arguments: args }) as Promise<ToolResult>,
+    listResources: () => client.listResources() as never,
+    readResource: (uri) => client.readResource({ uri }) as never,
     close: () => client.close(),
   }
 }
@@ -110,6 +116,9 @@ describe.each(['2025-11-25', '2026-07-28'] as const)(`MCP tools over protocol %s
       'chat_completion',
       'crypto_algorithm_lookup',
       'crypto_policy_check',
+      'document_list',
+      'document_retrieve',
+      'document_upload',
       'memory_create',
       'memory_search',
       'models_list',
@@ -159,6 +168,22 @@ describe.each(['2025-11-25', '2026-07-28'] as const)(`MCP tools over protocol %s
       await session.callTool('memory_search', { query: marker, k: 5 }),
       await rest(key, 'POST', '/svc/memories/search', { query: marker, k: 5 }),
     )
+    const source = `mcp-e2e/${marker}.md`
+    const content = `${marker} Signing keys rotate every 90 days.\n\nThe audit log keeps every rotation.`
+    const uploaded = await session.callTool('document_upload', { source, content })
+    expect(uploaded.isError, text(uploaded)).toBeFalsy()
+    expect(uploaded.structuredContent).toMatchObject({ object: 'document', source, status: 'created' })
+    // The same upload on the route finds the document the tool stored, unchanged.
+    const again = await rest(key, 'POST', '/svc/documents/upload', { source, content })
+    expect(again.body).toMatchObject({ id: uploaded.structuredContent!.id, status: 'unchanged' })
+    expectSameAsRoute(
+      await session.callTool('document_list', { limit: 5 }),
+      await rest(key, 'GET', '/svc/documents?limit=5'),
+    )
+    expectSameAsRoute(
+      await session.callTool('document_retrieve', { query: marker, k: 2 }),
+      await rest(key, 'POST', '/svc/documents/retrieve', { query: marker, k: 2 }),
+    )
     const chatArgs = { model: 'svc-cell', prompt: 'Say hello', max_tokens: 16 } as const
     const chat = await session.callTool('chat_completion', chatArgs)
     const chatRoute = await rest(key, 'POST', '/svc/chat/completions', {
@@ -185,6 +210,33 @@ describe.each(['2025-11-25', '2026-07-28'] as const)(`MCP tools over protocol %s
     expectSameAsRoute(
       await session.callTool('reasoning_job_get', { job_id: jobId }),
       await rest(key, 'GET', `/svc/quantum-reasoning/jobs/${jobId}`),
+    )
+    await session.close()
+  })
+
+  it("resources: the caller's documents and memories, read as the routes answer them", async () => {
+    const session = await connect(era, a.liveKey)
+    const marker = tag('mcp-resource')
+    const doc = await session.callTool('document_upload', {
+      source: `${marker}.txt`,
+      content: `${marker} text`,
+    })
+    const id = (doc.structuredContent as { id: string }).id
+    await session.callTool('memory_create', { content: `${marker} remembered` })
+    const { resources } = await session.listResources()
+    expect(resources.map((r) => r.uri)).toEqual(
+      expect.arrayContaining(['svc://memories', `svc://documents/${id}`]),
+    )
+    expect(resources.find((r) => r.uri === `svc://documents/${id}`)?.name).toBe(`${marker}.txt`)
+    const read = await session.readResource(`svc://documents/${id}`)
+    expect(read.contents[0]?.mimeType).toBe('application/json')
+    expect(JSON.parse(read.contents[0]!.text!)).toEqual(
+      (await rest(a.liveKey, 'GET', `/svc/documents/${id}`)).body,
+    )
+    const memories = await session.readResource('svc://memories')
+    expect(memories.contents[0]!.text).toContain(`${marker} remembered`)
+    await expect(session.readResource(`svc://documents/${crypto.randomUUID()}`)).rejects.toThrow(
+      /No document|not found/i,
     )
     await session.close()
   })
@@ -222,6 +274,29 @@ describe(`MCP tenancy: a tool call never reaches another tenant's data (${stack.
       data: [],
     })
     await Promise.all([sessionA.close(), sessionB.close(), otherKeyOfA.close()])
+  })
+
+  it('documents: what A uploads, B can neither list, retrieve nor read as a resource', async () => {
+    const marker = tag('doc-tenancy')
+    const sessionA = await connect('2026-07-28', a.liveKey)
+    const sessionB = await connect('2025-11-25', b.liveKey)
+    const uploaded = await sessionA.callTool('document_upload', {
+      source: `secret/${marker}.md`,
+      content: `${marker} tenant A's merger plan`,
+    })
+    const id = (uploaded.structuredContent as { id: string }).id
+    const foundByA = await sessionA.callTool('document_retrieve', { query: marker })
+    expect(JSON.stringify(foundByA.structuredContent)).toContain(id)
+    const foundByB = await sessionB.callTool('document_retrieve', { query: marker, k: 100 })
+    expect(foundByB.isError, text(foundByB)).toBeFalsy()
+    expect(JSON.stringify(foundByB.structuredContent)).not.toContain(marker)
+    const listedByB = await sessionB.callTool('document_list', { limit: 100 })
+    expect(JSON.stringify(listedByB.structuredContent)).not.toContain(id)
+    expect((await sessionB.listResources()).resources.map((r) => r.uri)).not.toContain(
+      `svc://documents/${id}`,
+    )
+    await expect(sessionB.readResource(`svc://documents/${id}`)).rejects.toThrow(/No document/)
+    await Promise.all([sessionA.close(), sessionB.close()])
   })
 
   it("crypto_policy_check decides with the caller's own policy; web_search and chat_completion are metered to the caller's tenant", async () => {
@@ -320,6 +395,19 @@ describe(`POST /mcp at the HTTP level (${stack.kind})`, () => {
     )
     expect(mismatch.status).toBe(400)
     expect(((await mismatch.json()) as { error: { code: number } }).error.code).toBe(-32020)
+    const call = envelope('tools/call') as { params: Record<string, unknown> }
+    call.params = { ...call.params, name: 'models_list', arguments: {} }
+    const nameMismatch = await post(
+      { ...auth, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'web_search' },
+      call,
+    )
+    expect(nameMismatch.status).toBe(400)
+    expect(((await nameMismatch.json()) as { error: { code: number } }).error.code).toBe(-32020)
+    const missingName = await post(
+      { ...auth, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call' },
+      call,
+    )
+    expect(missingName.status).toBe(400)
     const unsupported = await post(
       { ...auth, 'mcp-protocol-version': '2099-01-01', 'mcp-method': 'tools/list' },
       envelope('tools/list', '2099-01-01'),

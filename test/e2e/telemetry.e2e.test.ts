@@ -420,8 +420,10 @@ function decodeStatus(bytes: Uint8Array): { code: number; message: string } {
 /** A protobuf OTLP refusal: its google.rpc.Status and the product's error code header. */
 async function refusalOf(
   res: Response,
+  mediaType = 'application/x-protobuf',
 ): Promise<{ code: number; message: string; errorCode: string | null }> {
-  expect(res.headers.get('content-type')).toBe('application/x-protobuf')
+  // OTLP/HTTP: the response uses the request's own Content-Type.
+  expect(res.headers.get('content-type')).toBe(mediaType)
   const status = decodeStatus(new Uint8Array(await res.arrayBuffer()))
   return { ...status, errorCode: res.headers.get('x-svc-error-code') }
 }
@@ -938,7 +940,13 @@ describe(`gateway refusals on /otlp/* are in the request's OTLP encoding (${stac
       stack.tenantA.liveKey,
     )
     expect(byKey.status).toBe(403)
-    expect(await refusalOf(byKey)).toMatchObject({ code: 7, errorCode: 'api_key_not_accepted' })
+    expect(await refusalOf(byKey, 'application/protobuf')).toMatchObject({
+      code: 7,
+      errorCode: 'api_key_not_accepted',
+    })
+    const accepted = await post('logs', new Uint8Array(0), { 'content-type': 'application/octet-stream' })
+    expect(accepted.status).toBe(200)
+    expect(accepted.headers.get('content-type')).toBe('application/octet-stream')
     const unknown = await fetch(url('/otlp/v1/profiles'), {
       method: 'POST',
       headers: { authorization: `Bearer ${tokenA}`, 'content-type': 'application/x-protobuf' },

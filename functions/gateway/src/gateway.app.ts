@@ -18,7 +18,7 @@ import {
   tokenAudiencesOf,
 } from '../../../shared/routing/route-table'
 import { OTLP_ACCEPTED_TYPES_TEXT, otlpEncodingOf } from '../../../shared/telemetry/otlp-content-types'
-import { isOtlpPath, otlpErrorResponse, otlpResponseEncoding } from '../../../shared/telemetry/otlp-errors'
+import { isOtlpPath, otlpErrorResponse } from '../../../shared/telemetry/otlp-errors'
 import { logError } from '../../../shared/worker/family-app'
 import { type ForwardedBody, fromFamilyResponse, headerMap } from '../../../shared/worker/family-rpc'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
@@ -228,7 +228,7 @@ gatewayApp.onError((err, c) => {
   const path = new URL(c.req.url).pathname
   // OTLP/HTTP: an exporter reads refusals in its own encoding (google.rpc.Status), whoever refused.
   const res = isOtlpPath(path)
-    ? otlpErrorResponse(otlpResponseEncoding(c.req.header('content-type') ?? null), appError, requestId)
+    ? otlpErrorResponse(c.req.header('content-type') ?? null, appError, requestId)
     : appError.toResponse(requestId)
   const origin = allowedOrigin(c.req.header('origin') ?? null, c.env.CORS_ALLOWED_ORIGINS)
   if (origin) applyCors(res.headers, origin)

@@ -77,7 +77,7 @@ export function mcpEndpointRoutes(app: OpenAPIHono<FamilyEnv<McpEnv>>): void {
       tags: ['MCP'],
       summary: 'MCP Streamable HTTP endpoint (protocol revisions 2025-11-25 and 2026-07-28, stateless)',
       description:
-        'JSON-RPC over Streamable HTTP. API key or OAuth access token (401 with `WWW-Authenticate: Bearer resource_metadata=".../.well-known/oauth-protected-resource/mcp"` otherwise). 2025-11-25 clients initialize (no session id is issued); 2026-07-28 clients send `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` on every request. Tools: web_search, memory_create, memory_search, chat_completion, reasoning_job_create, reasoning_job_get, crypto_policy_check, crypto_algorithm_lookup, models_list (docs/mcp.md).',
+        'JSON-RPC over Streamable HTTP. API key or OAuth access token (401 with `WWW-Authenticate: Bearer resource_metadata=".../.well-known/oauth-protected-resource/mcp"` otherwise). 2025-11-25 clients initialize (no session id is issued); 2026-07-28 clients send `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` on every request. Tools: web_search, memory_create, memory_search, document_upload, document_list, document_retrieve, chat_completion, reasoning_job_create, reasoning_job_get, crypto_policy_check, crypto_algorithm_lookup, models_list; resources `svc://documents/{id}` and `svc://memories` (docs/mcp.md).',
       request: { body: { required: true, content: { 'application/json': { schema: JsonRpcMessage } } } },
       responses: {
         200: {

@@ -6,7 +6,6 @@
  */
 import {
   type AuthInfo,
-  type CallToolResult,
   createMcpHandler,
   fromJsonSchema,
   McpServer,
@@ -14,19 +13,18 @@ import {
 } from '@modelcontextprotocol/server'
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/server/validators/cf-worker'
 import { MCP_RESOURCE_SCOPES } from '../../../shared/auth/oauth-resources'
-import { AppError, toAppError } from '../../../shared/http/errors'
 import { RouteTable } from '../../../shared/routing/route-table'
-import { logError } from '../../../shared/worker/family-app'
 import type { RequestContext } from '../../../shared/worker/request-context'
 import type { McpEnv } from './mcp.context'
+import { resourcesFor } from './resources'
 import { callRoute } from './route-call'
 import { routeOutputSchema } from './route-schemas'
-import { TOOLS, type ToolSpec, toolOutcome } from './tools'
+import { TOOLS, toolOutcome } from './tools'
 
 export const SERVER_INFO = { name: 'svc', title: 'svc hosted MCP server', version: '2026-08-04' } as const
 
 const INSTRUCTIONS =
-  'Tools of the svc developer API for this workspace: web search, personal memories, one-shot chat completions with the workspace models, durable reasoning jobs, and the crypto policy and algorithm registry. Every call is made as the authenticated user or API key, within its workspace and plan: calls are metered and rate limited like the REST API, and a refusal (plan, allowance, bad argument) comes back as a tool error that says what to do.'
+  "Tools of the svc developer API for this workspace: web search, personal memories, the workspace documents (upload, list, search), one-shot chat completions with the workspace models, durable reasoning jobs, and the crypto policy and algorithm registry. Every call is made as the authenticated user or API key, within its workspace and plan: calls are metered and rate limited like the REST API, and a refusal (plan, allowance, bad argument) comes back as a tool error that says what to do. Resources: each document (svc://documents/{id}) and the caller's memories (svc://memories)."
 
 const validator = new CfWorkerJsonSchemaValidator()
 const routeTable = new RouteTable()
@@ -37,16 +35,25 @@ export interface McpCaller {
   env: McpEnv
 }
 
-export function callerOf(authInfo: AuthInfo | undefined): McpCaller {
+/**
+ * The caller the endpoint put into `authInfo.extra`. The endpoint is the handler's only user and
+ * resolves the identity first (its 401 is the family app's), so a missing caller is a fault here.
+ */
+function callerOf(authInfo: AuthInfo | undefined): McpCaller {
   const caller = authInfo?.extra?.caller as McpCaller | undefined
-  if (!caller) throw new AppError(401, 'missing_credential', 'POST /mcp requires a bearer credential.')
+  if (!caller) throw new Error('mcpHandler was called without the caller in authInfo.extra')
   return caller
 }
 
-/** Output schemas per tool, resolved once per isolate from the families' OpenAPI documents. */
-let outputSchemas: Promise<Map<string, Record<string, unknown>>> | null = null
+type OutputSchema = ReturnType<typeof fromJsonSchema>
 
-function toolOutputSchemas(env: McpEnv): Promise<Map<string, Record<string, unknown>>> {
+/**
+ * Output schemas per tool, resolved once per isolate from the families' OpenAPI documents and
+ * compiled once (compiling them for every request's server cost more than the tool call).
+ */
+let outputSchemas: Promise<Map<string, OutputSchema>> | null = null
+
+function toolOutputSchemas(env: McpEnv): Promise<Map<string, OutputSchema>> {
   outputSchemas ??= Promise.all(
     TOOLS.map(async (spec) => {
       const lookup = routeTable.lookup(spec.route.method, spec.route.path.replace(/:[A-Za-z]+/g, 'x'))
@@ -57,8 +64,8 @@ function toolOutputSchemas(env: McpEnv): Promise<Map<string, Record<string, unkn
       ] as const
     }),
   ).then((pairs) => {
-    const map = new Map<string, Record<string, unknown>>()
-    for (const [name, schema] of pairs) if (schema) map.set(name, schema)
+    const map = new Map<string, OutputSchema>()
+    for (const [name, schema] of pairs) if (schema) map.set(name, fromJsonSchema(schema, validator))
     // A family that could not answer is asked again by the next request.
     if (map.size < pairs.filter(([, s]) => s !== null).length) outputSchemas = null
     return map
@@ -70,29 +77,13 @@ export function clearToolOutputSchemas(): void {
   outputSchemas = null
 }
 
-async function runTool(
-  spec: ToolSpec,
-  args: unknown,
-  authInfo: AuthInfo | undefined,
-  structured: boolean,
-): Promise<CallToolResult> {
-  const { env, context } = callerOf(authInfo)
-  try {
-    const answer = await callRoute(env, context, spec.request(args as never))
-    return toolOutcome(spec, args, answer, structured)
-  } catch (err) {
-    const error = toAppError(err)
-    logError(context.requestId, error)
-    return { isError: true, content: [{ type: 'text', text: `${error.message} (${error.code})` }] }
-  }
-}
-
-async function buildServer(authInfo: AuthInfo | undefined): Promise<McpServer> {
-  const { env } = callerOf(authInfo)
-  const schemas = await toolOutputSchemas(env)
+async function buildServer(caller: McpCaller): Promise<McpServer> {
+  const schemas = await toolOutputSchemas(caller.env)
   const server = new McpServer(SERVER_INFO, {
     instructions: INSTRUCTIONS,
-    capabilities: { tools: {} },
+    // The tool and resource lists never change while a server lives (one request): say so, or
+    // 2026-07-28 clients would wait on listen streams for list-changed notifications.
+    capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
     jsonSchemaValidator: validator,
   })
   for (const spec of TOOLS) {
@@ -103,18 +94,39 @@ async function buildServer(authInfo: AuthInfo | undefined): Promise<McpServer> {
         title: spec.title,
         description: spec.description,
         inputSchema: spec.input,
-        ...(output ? { outputSchema: fromJsonSchema(output, validator) } : {}),
+        ...(output ? { outputSchema: output } : {}),
         annotations: spec.annotations,
         scopeChallenge: requireScopes('mcp:tools'),
       },
-      (args: unknown) => runTool(spec, args, authInfo, output !== undefined),
+      async (args: unknown) =>
+        toolOutcome(
+          spec,
+          args,
+          await callRoute(caller.env, caller.context, spec.request(args as never)),
+          output !== undefined,
+        ),
     )
+  }
+  for (const spec of resourcesFor(caller)) {
+    const config = {
+      title: spec.title,
+      description: spec.description,
+      mimeType: 'application/json',
+      scopeChallenge: requireScopes('mcp:resources'),
+    }
+    if (typeof spec.uri === 'string') {
+      server.registerResource(spec.name, spec.uri, config, (uri) => spec.read(caller, uri, {}))
+    } else {
+      server.registerResource(spec.name, spec.uri, config, (uri, variables) =>
+        spec.read(caller, uri, variables),
+      )
+    }
   }
   return server
 }
 
 /** The SDK's web-standard handler, one per isolate (it holds no per-client state). */
-export const mcpHandler = createMcpHandler(({ authInfo }) => buildServer(authInfo), {
+export const mcpHandler = createMcpHandler(({ authInfo }) => buildServer(callerOf(authInfo)), {
   legacy: 'stateless',
   responseMode: 'auto',
   onerror: (error) => console.error(JSON.stringify({ level: 'warn', msg: 'mcp', detail: error.message })),

@@ -9,13 +9,14 @@
  * the wrapped route's family accepts (a token bound to the MCP resource by the authorization
  * server is a person's token, accepted like a `platform` one).
  */
-import { AppError } from '../../../shared/http/errors'
+import { AppError, toAppError } from '../../../shared/http/errors'
 import {
   FAMILY_BINDING,
   type HttpMethod,
   RouteTable,
   tokenAudiencesOf,
 } from '../../../shared/routing/route-table'
+import { logError } from '../../../shared/worker/family-app'
 import type { FamilyResponse } from '../../../shared/worker/family-rpc'
 import type { RequestContext } from '../../../shared/worker/request-context'
 import type { McpEnv } from './mcp.context'
@@ -44,8 +45,26 @@ async function bodyText(body: FamilyResponse['body']): Promise<string> {
   return new Response(body).text()
 }
 
-/** Calls the route through its family's binding with the caller's identity; throws AppError only for faults of this worker. */
+/**
+ * Calls the route through its family's binding with the caller's identity. Never throws: a fault
+ * of this worker (a misconfigured tool, an unbound family, a failed call) is answered like a
+ * refusal of the route, so tools and resources render every failure one way.
+ */
 export async function callRoute(
+  env: McpEnv,
+  context: RequestContext,
+  request: RouteRequest,
+): Promise<RouteAnswer> {
+  try {
+    return await callBoundRoute(env, context, request)
+  } catch (err) {
+    const error = toAppError(err)
+    logError(context.requestId, error)
+    return refusal(error)
+  }
+}
+
+async function callBoundRoute(
   env: McpEnv,
   context: RequestContext,
   request: RouteRequest,
@@ -118,7 +137,8 @@ export async function callRoute(
   return { status: answer.status, headers: answer.headers, body: parsed }
 }
 
-function refusal(error: AppError): RouteAnswer {
+/** A refusal of this worker in the shape of a route's answer, so tools and resources render it as they render the route's. */
+export function refusal(error: AppError): RouteAnswer {
   const plain = error.toPlain()
   return { status: plain.status, headers: plain.headers, body: error.toBody() }
 }

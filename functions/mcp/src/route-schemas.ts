@@ -71,6 +71,34 @@ export function openApiPath(routePath: string): string {
   return routePath.replace(/:([A-Za-z]+)/g, '{$1}')
 }
 
+/** A reference followed to its component. */
+function dereferenced(node: Json, components: Record<string, Json>, used: Set<string>): Json {
+  let out = node
+  while (typeof out.$ref === 'string' && Object.keys(out).length === 1) {
+    out = rewrite(components[out.$ref.slice('#/$defs/'.length)] ?? {}, used) as Json
+  }
+  return out
+}
+
+/**
+ * The root as one object schema: a reference is followed, and an `allOf` of objects (how a zod
+ * schema that extends a named one is documented) is merged into one, its properties and required
+ * names together.
+ */
+function objectRoot(node: Json, components: Record<string, Json>, used: Set<string>): Json {
+  const root = dereferenced(node, components, used)
+  if (!Array.isArray(root.allOf)) return root
+  const parts = (root.allOf as Json[]).map((part) => objectRoot(part, components, used))
+  if (!parts.every((part) => part.type === 'object')) return root
+  const { allOf: _allOf, ...rest } = root
+  return {
+    ...rest,
+    type: 'object',
+    properties: Object.assign({}, ...parts.map((part) => part.properties ?? {})),
+    required: [...new Set(parts.flatMap((part) => (part.required as string[] | undefined) ?? []))],
+  }
+}
+
 /**
  * The JSON Schema of the JSON success answer of `method path` in `family`'s OpenAPI document, or
  * null when the family documents none that is an object (MCP output schemas describe objects).
@@ -91,10 +119,7 @@ export async function routeOutputSchema(
   const used = new Set<string>()
   let root = rewrite(schema, used) as Json
   // The root must be the object itself, not a reference to it.
-  while (typeof root.$ref === 'string' && Object.keys(root).length === 1) {
-    const name = root.$ref.slice('#/$defs/'.length)
-    root = rewrite(components[name] ?? {}, used) as Json
-  }
+  root = objectRoot(root, components, used)
   if (root.type !== 'object') return null
   const defs: Json = {}
   const pending = [...used]

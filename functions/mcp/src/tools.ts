@@ -103,6 +103,62 @@ export const TOOLS: readonly ToolSpec[] = [
     request: (args) => ({ method: 'POST', path: '/svc/memories/search', body: args }),
   }),
   tool({
+    name: 'document_upload',
+    title: 'Upload a document',
+    description:
+      "Add a text document to the workspace's knowledge base so that document_retrieve can find its passages. Uploading the same source again replaces that document (identical content changes nothing). Counts against the plan's document allowance.",
+    input: z.strictObject({
+      source: z
+        .string()
+        .min(1)
+        .max(1024)
+        .describe('A name for the document: a path, URL or title (e.g. "handbook/security.md").'),
+      // The whole POST /mcp body is limited to 1 MiB (BODY_LIMITS.mcp), so less than the route's 1 MiB of content fits.
+      content: z
+        .string()
+        .min(1)
+        .max(900_000)
+        .describe('The plain text (or Markdown) of the document, up to 900,000 characters.'),
+    }),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    route: { method: 'POST', path: '/svc/documents/upload' },
+    request: (args) => ({ method: 'POST', path: '/svc/documents/upload', body: args }),
+  }),
+  tool({
+    name: 'document_list',
+    title: 'List documents',
+    description:
+      "List the workspace's documents, newest first: id, source, size, chunk count and indexing state. Page with after = next_cursor of the previous answer.",
+    input: z.strictObject({
+      limit: z.int().min(1).max(100).optional().describe('How many documents per page, 1-100 (default 20).'),
+      after: z.string().min(1).max(200).optional().describe('next_cursor of the previous page.'),
+    }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    route: { method: 'GET', path: '/svc/documents' },
+    request: ({ limit, after }) => ({
+      method: 'GET',
+      path: '/svc/documents',
+      query: { limit: limit === undefined ? undefined : String(limit), after },
+    }),
+  }),
+  tool({
+    name: 'document_retrieve',
+    title: 'Search documents',
+    description:
+      "Find the passages of the workspace's documents most relevant to a question (full-text and vector ranking fused). Each passage comes with its document's id and source and its character offsets; quote them when you answer.",
+    input: z.strictObject({
+      query: z
+        .string()
+        .min(1)
+        .max(4000)
+        .describe('The question or keywords, e.g. "how often are signing keys rotated".'),
+      k: z.int().min(1).max(100).optional().describe('How many passages to return, 1-100 (default 3).'),
+    }),
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    route: { method: 'POST', path: '/svc/documents/retrieve' },
+    request: (args) => ({ method: 'POST', path: '/svc/documents/retrieve', body: args }),
+  }),
+  tool({
     name: 'chat_completion',
     title: 'Ask a model',
     description:
@@ -275,7 +331,22 @@ interface ErrorBody {
   svc_upgrade?: unknown
 }
 
-/** What the model sees: the route's JSON on success; on a refusal, the route's message, code and upgrade decision. */
+/** A refused route call as text: the route's message, status and code, `Retry-After`, and the upgrade decision. */
+export function refusalText(answer: RouteAnswer): string {
+  const error = (answer.body as ErrorBody | null)?.error
+  const message =
+    error?.message ?? (typeof answer.body === 'string' && answer.body ? answer.body : 'The request failed.')
+  const lines = [
+    `${message} (HTTP ${answer.status}${error?.code ? `, ${error.code}` : ''}${error?.param ? `, param ${error.param}` : ''})`,
+  ]
+  const retryAfter = answer.headers['retry-after']
+  if (retryAfter) lines.push(`Retry after ${retryAfter} s.`)
+  const upgrade = (answer.body as ErrorBody | null)?.svc_upgrade
+  if (upgrade) lines.push(`Upgrade decision: ${JSON.stringify(upgrade)}`)
+  return lines.join('\n')
+}
+
+/** What the model sees: the route's JSON on success; on a refusal, refusalText as a tool error. */
 export function toolOutcome(
   spec: ToolSpec,
   args: unknown,
@@ -291,15 +362,5 @@ export function toolOutcome(
       ...(structured && isObject ? { structuredContent: body as Record<string, unknown> } : {}),
     }
   }
-  const error = (answer.body as ErrorBody | null)?.error
-  const message =
-    error?.message ?? (typeof answer.body === 'string' && answer.body ? answer.body : 'The request failed.')
-  const lines = [
-    `${message} (HTTP ${answer.status}${error?.code ? `, ${error.code}` : ''}${error?.param ? `, param ${error.param}` : ''})`,
-  ]
-  const retryAfter = answer.headers['retry-after']
-  if (retryAfter) lines.push(`Retry after ${retryAfter} s.`)
-  const upgrade = (answer.body as ErrorBody | null)?.svc_upgrade
-  if (upgrade) lines.push(`Upgrade decision: ${JSON.stringify(upgrade)}`)
-  return { isError: true, content: [{ type: 'text', text: lines.join('\n') }] }
+  return { isError: true, content: [{ type: 'text', text: refusalText(answer) }] }
 }

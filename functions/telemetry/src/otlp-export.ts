@@ -23,7 +23,7 @@ import {
   type OtlpEncoding,
   otlpEncodingOf,
 } from '../../../shared/telemetry/otlp-content-types'
-import { otlpResponseEncoding } from '../../../shared/telemetry/otlp-errors'
+import { otlpResponseEncoding, otlpResponseMediaType } from '../../../shared/telemetry/otlp-errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { principalId } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
@@ -246,7 +246,14 @@ async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Re
       : rejectedInProtobufResponse(answer.body)
   facts.rejectedItems = partial.rejected
   await record(partial.rejected > 0 ? 'partially_rejected' : 'forwarded', 200, null)
-  return successResponse(facts.encoding, answer, { 'x-request-id': request.requestId })
+  return successResponse(
+    facts.encoding,
+    otlpResponseMediaType(c.req.header('content-type') ?? null),
+    answer,
+    {
+      'x-request-id': request.requestId,
+    },
+  )
 }
 
 const ExportRequestBody = z.string().openapi({

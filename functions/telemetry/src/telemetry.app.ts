@@ -1,9 +1,4 @@
-import {
-  isOtlpPath,
-  OTLP_PATH_PREFIX,
-  otlpErrorResponse,
-  otlpResponseEncoding,
-} from '../../../shared/telemetry/otlp-errors'
+import { isOtlpPath, OTLP_PATH_PREFIX, otlpErrorResponse } from '../../../shared/telemetry/otlp-errors'
 import { createFamilyApp } from '../../../shared/worker/family-app'
 import { ingestionStatusRoutes } from './ingestion-status'
 import { observabilityTokenRoutes } from './observability-tokens'
@@ -15,7 +10,7 @@ export const telemetryApp = createFamilyApp<TelemetryEnv>({
   rawBodyPrefixes: [OTLP_PATH_PREFIX],
   renderError: (c, error, requestId) =>
     isOtlpPath(c.req.path)
-      ? otlpErrorResponse(otlpResponseEncoding(c.req.header('content-type') ?? null), error, requestId)
+      ? otlpErrorResponse(c.req.header('content-type') ?? null, error, requestId)
       : error.toResponse(requestId),
 })
 

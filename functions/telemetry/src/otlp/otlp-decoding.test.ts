@@ -212,8 +212,8 @@ describe('OTLP JSON', () => {
   })
 })
 
-async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
-  const stream = new Response(bytes).body!.pipeThrough(new CompressionStream('gzip'))
+async function gzip(bytes: Uint8Array, format: 'gzip' | 'deflate' = 'gzip'): Promise<Uint8Array> {
+  const stream = new Response(bytes).body!.pipeThrough(new CompressionStream(format))
   return new Uint8Array(await new Response(stream).arrayBuffer())
 }
 
@@ -238,6 +238,15 @@ describe('body and compression', () => {
     expect(await statusOf(decompress(new Uint8Array([1, 2, 3, 4]), 'deflate', 10_000))).toBe(
       '400 invalid_content_encoding',
     )
+  })
+
+  it('Content-Encoding: deflate (HTTP deflate, the zlib format) within the same limit; identity as is', async () => {
+    const payload = new Uint8Array(10_000).fill(9)
+    const packed = await gzip(payload, 'deflate')
+    expect(await decompress(packed, 'deflate', 10_000)).toEqual(payload)
+    expect(await statusOf(decompress(packed, 'deflate', 9_999))).toBe('413 request_too_large')
+    // identity: the bytes as read (readRawBody already held them to the limit).
+    expect(await decompress(payload, 'identity', 10_000)).toBe(payload)
   })
 
   it('stops a bomb early: 64 MiB of zeros against a 1 MiB limit', async () => {

@@ -8,8 +8,6 @@
 import type { OtlpEncoding } from '../../../../shared/telemetry/otlp-content-types'
 import { frame } from './grpc'
 
-const PROTOBUF = 'application/x-protobuf'
-
 function isProtobuf(contentType: string | null): boolean {
   const base = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase()
   return base === 'application/x-protobuf' || base === 'application/protobuf'
@@ -21,6 +19,8 @@ function isJson(contentType: string | null): boolean {
 
 export function successResponse(
   encoding: OtlpEncoding,
+  /** The request's own media type (otlpResponseMediaType). */
+  mediaType: string,
   collector: { body: Uint8Array; contentType: string | null },
   headers: Record<string, string>,
 ): Response {
@@ -29,15 +29,15 @@ export function successResponse(
       collector.body.length > 0 && isJson(collector.contentType)
         ? collector.body
         : new TextEncoder().encode('{}')
-    return new Response(body, { status: 200, headers: { ...headers, 'content-type': 'application/json' } })
+    return new Response(body, { status: 200, headers: { ...headers, 'content-type': mediaType } })
   }
   const message =
     collector.body.length > 0 && isProtobuf(collector.contentType) ? collector.body : new Uint8Array(0)
   if (encoding === 'grpc') {
     return new Response(frame(message), {
       status: 200,
-      headers: { ...headers, 'content-type': 'application/grpc', 'grpc-status': '0' },
+      headers: { ...headers, 'content-type': mediaType, 'grpc-status': '0' },
     })
   }
-  return new Response(message, { status: 200, headers: { ...headers, 'content-type': PROTOBUF } })
+  return new Response(message, { status: 200, headers: { ...headers, 'content-type': mediaType } })
 }
