@@ -44,7 +44,8 @@ export const ReceiptStatementSchema = z
         completed_at: z.string(),
       })
       .strict(),
-    prompt_digest: z.string(),
+    /** sha256 of the prompt; null when the content was erased before the receipt was written. */
+    prompt_digest: z.string().nullable(),
     candidates: z.array(
       z
         .object({

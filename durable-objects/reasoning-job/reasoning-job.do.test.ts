@@ -513,6 +513,31 @@ describe('inference receipts', () => {
     expect(ours).toHaveLength(1)
   })
 
+  it('a job erased before its receipt was written still gets one, without the prompt digest', async () => {
+    const identity = await identityFor('test', 'team')
+    const handle = await createJob(identity)
+    const auth = mutableEnv.AUTH
+    mutableEnv.AUTH = undefined
+    try {
+      for (let i = 0; i < 10 && (await jobOf(handle)).status !== 'completed'; i++) await runDueNow(handle)
+    } finally {
+      mutableEnv.AUTH = auth
+    }
+    unwrap((await handle.stub.remove(callerOf(identity))) as JobReply)
+    // As if the erasure had come before the receipt step first ran: no statement written yet.
+    await runInDurableObject(handle.stub, (_i: ReasoningJob, state) => {
+      state.storage.sql.exec(`DELETE FROM receipt`)
+    })
+    const job = await driveToEnd(handle)
+    expect(job.inference_receipt_id).not.toBeNull()
+    const answer = (await handle.stub.receipt(callerOf(identity), 'x')) as ReceiptReply
+    if (!answer.ok) throw new Error(JSON.stringify(answer.error))
+    expect(answer.receipt.statement.prompt_digest).toBeNull()
+    expect(answer.receipt.statement.candidates.map((c) => c.digest)).toEqual(
+      job.candidates!.map((c) => c.digest),
+    )
+  })
+
   it('no receipt before the job completes (404 receipt_not_issued), none for another tenant', async () => {
     const identity = await identityFor('test', 'team')
     const handle = await createJob(identity)

@@ -1221,7 +1221,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         created_at: iso(job.created_at),
         completed_at: iso(job.completed_at ?? job.updated_at),
       },
-      prompt_digest: `sha256:${sha256Hex(await this.prompt(job))}`,
+      prompt_digest: job.erased_at === null ? `sha256:${sha256Hex(await this.prompt(job))}` : null,
       candidates: this.store.candidates().map((c) => ({
         index: c.idx,
         digest: c.digest,

@@ -21,7 +21,8 @@
  *   with a `failure.code`, a QPU target silently run on the simulator (the job record then says
  *   `target: "simulator"`), the quota exhausted (failed with `QuotaExhaustedError`), readout decay
  *   (each measured 1 read as 0 with probability p, as amplitude damping does on hardware).
- * - Keys can have a job quota (`quotaJobs`): jobs beyond it fail with `QuotaExhaustedError`.
+ * - Keys can have a job quota (`quotaJobs`): jobs beyond it fail with `QuotaExhaustedError`, and a
+ *   queue wait (`queueMs`) before their jobs start.
  * - `GET /jobs` pages a key's own jobs newest first (`limit`, `next`, `status`): the lookup by our
  *   metadata that reconciliation does. Cancel: `PUT /jobs/{id}/status/cancel`; `DELETE /jobs/{id}`.
  * Every request is recorded (method, path, key, body, fault served).
@@ -72,6 +73,11 @@ export interface IonqKey {
   readonly qpu: boolean
   /** Jobs this key may create before they fail with QuotaExhaustedError (default unlimited). */
   readonly quotaJobs?: number
+  /**
+   * ms this key's jobs wait in the provider's queue before the lifecycle starts (a busy QPU);
+   * changed by adding the key again, which moves its waiting jobs on at their next read.
+   */
+  readonly queueMs?: number
 }
 
 export interface IonqLifecycle {
@@ -179,7 +185,7 @@ export async function startFakeIonq(options: FakeIonqOptions = {}): Promise<Fake
   const statusOf = (job: FakeIonqJob): string => {
     if (job.canceledAt !== null) return 'canceled'
     const [ready, running, completed] = job.ranOn.startsWith('qpu') ? lifecycle.qpu : lifecycle.simulator
-    const age = now() - job.createdAt
+    const age = now() - job.createdAt - (keys.get(job.apiKey)?.queueMs ?? 0)
     if (age >= completed) return job.failure ? 'failed' : 'completed'
     if (age >= running) return 'running'
     if (age >= ready) return 'ready'

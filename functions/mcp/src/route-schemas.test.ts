@@ -57,7 +57,7 @@ describe('routeOutputSchema', () => {
       required: ['id', 'source'],
     })
     // OpenAPI-only keywords (example) are dropped.
-    expect((schema?.$defs as Record<string, unknown>).Size).toEqual({ type: 'integer' })
+    expect((schema!.$defs as Record<string, unknown>).Size).toEqual({ type: 'integer' })
   })
 
   it('merges an allOf of objects into one object: properties and required names of every part', async () => {

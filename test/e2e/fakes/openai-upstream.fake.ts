@@ -169,7 +169,12 @@ const service: FakeService = {
         MODEL_PROVIDERS: JSON.stringify(providers),
         PROVIDER_FAKE_API_KEY: upstream.apiKey ?? '',
       },
-      provide: { controlUrl, url: upstream.url },
+      // The same provider config, for tests that start a stack of their own (restart tests).
+      provide: {
+        controlUrl,
+        url: upstream.url,
+        env: { MODEL_PROVIDERS: JSON.stringify(providers), PROVIDER_FAKE_API_KEY: upstream.apiKey ?? '' },
+      },
       async stop() {
         await new Promise<void>((resolve) => control.close(() => resolve()))
         await upstream.stop()
