@@ -1,10 +1,12 @@
 /**
  * Shared pieces of the benchmarks: wrk runs with a JSON result line, CPU time of process trees
- * from /proc, "foreign" CPU (what other processes on the machine used meanwhile), medians.
+ * from /proc, "foreign" CPU (what other processes on the machine used meanwhile), medians and
+ * percentiles, and the reasoning benchmarks' plan catalog and job watcher.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
+import { PLAN_CATALOG_CONFIG } from '../shared/plans/plan-catalog.ts'
 
 export const BENCH_DIR = import.meta.dirname
 const TICK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
@@ -136,3 +138,70 @@ export function median(values: readonly number[]): number {
 }
 
 export const round = (value: number, digits = 3) => Number(value.toFixed(digits))
+
+/** The value at percentile `p` (0–100) of `values`, nearest rank. */
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+/**
+ * The built-in plan catalog (a PLAN_CATALOG value) with the per-minute limits, the monthly token
+ * and real_qpu allowances and the reasoning queue limit lifted out of a benchmark's way: the plan
+ * checks, the RateLimiter's reservations and metering still run, they just never refuse.
+ */
+export function benchPlanCatalog(): string {
+  return JSON.stringify({
+    ...PLAN_CATALOG_CONFIG,
+    version: '2026-08-02',
+    plans: PLAN_CATALOG_CONFIG.plans.map((plan) => ({
+      ...plan,
+      requestsPerMinute: 1_000_000_000,
+      tokensPerMinute: 1_000_000_000_000,
+      monthlyTokenAllowance: plan.monthlyTokenAllowance === null ? null : 1_000_000_000_000,
+      reasoningQueueLimit: 1_000_000,
+      toolAllowances: {
+        ...plan.toolAllowances,
+        ...((plan.features as readonly string[]).includes('real_qpu') ? { real_qpu: 1_000_000_000 } : {}),
+      },
+    })),
+  })
+}
+
+const TERMINAL_JOB_STATUSES = new Set(['completed', 'classical_fallback', 'failed', 'cancelled'])
+
+export interface WatchedJob {
+  /** The job as its last read returned it (terminal). */
+  readonly job: Record<string, unknown> & { id: string; status: string }
+  /** Epoch ms (performance.timeOrigin based) at which each status was first read. */
+  readonly firstSeen: Readonly<Record<string, number>>
+}
+
+/** Epoch milliseconds with sub-millisecond resolution (comparable with Date.now()). */
+export const epochMs = () => performance.timeOrigin + performance.now()
+
+/**
+ * Reads a reasoning job every `pollMs` until it is terminal, noting when each status was first
+ * seen (so a status shorter than one poll plus one read may be missed). Refuses anything but 200.
+ */
+export async function watchJob(
+  jobsUrl: string,
+  auth: Record<string, string>,
+  id: string,
+  pollMs: number,
+  limitMs = 120_000,
+): Promise<WatchedJob> {
+  const firstSeen: Record<string, number> = {}
+  const deadline = Date.now() + limitMs
+  for (;;) {
+    const res = await fetch(`${jobsUrl}/${id}`, { headers: auth })
+    const text = await res.text()
+    const seen = epochMs()
+    if (res.status !== 200) throw new Error(`GET job ${id}: ${res.status} ${text.slice(0, 300)}`)
+    const { job } = JSON.parse(text) as WatchedJob
+    firstSeen[job.status] ??= seen
+    if (TERMINAL_JOB_STATUSES.has(job.status)) return { job, firstSeen }
+    if (Date.now() > deadline) throw new Error(`job ${id} is still ${job.status} after ${limitMs} ms`)
+    await new Promise((r) => setTimeout(r, pollMs))
+  }
+}

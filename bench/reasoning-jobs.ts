@@ -26,24 +26,21 @@ import os from 'node:os'
 import path from 'node:path'
 import { LogLevel } from 'miniflare'
 import { type StackRuntime, startStack } from '../scripts/stack.ts'
-import { PLAN_CATALOG_CONFIG } from '../shared/plans/plan-catalog.ts'
 import {
   BENCH_DIR,
+  benchPlanCatalog,
   cpuSeconds,
   descendantsNamed,
   machineBusySeconds,
   median,
+  percentile,
   round,
+  watchJob,
 } from './bench-support.ts'
 
 const SECONDS = Number(process.env.SECONDS ?? 10)
 const JOBS = Number(process.env.JOBS ?? 20)
 const RUNTIME: StackRuntime = process.env.STACK_RUNTIME === 'miniflare' ? 'miniflare' : 'workerd'
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
-}
 
 interface LoadResult {
   target: string
@@ -107,17 +104,6 @@ async function load(
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-reasoning-'))
-  const catalog = {
-    ...PLAN_CATALOG_CONFIG,
-    version: '2026-08-02',
-    plans: PLAN_CATALOG_CONFIG.plans.map((plan) => ({
-      ...plan,
-      requestsPerMinute: 1_000_000_000,
-      tokensPerMinute: 1_000_000_000_000,
-      monthlyTokenAllowance: plan.monthlyTokenAllowance === null ? null : 1_000_000_000_000,
-      reasoningQueueLimit: 1_000_000,
-    })),
-  }
   const before = new Set(descendantsNamed(process.pid, 'workerd'))
   const stack = await startStack({
     host: '127.0.0.1',
@@ -125,7 +111,7 @@ async function main(): Promise<void> {
     dataDir,
     runtime: RUNTIME,
     logLevel: LogLevel.WARN,
-    bindings: { PLAN_CATALOG: JSON.stringify(catalog) },
+    bindings: { PLAN_CATALOG: benchPlanCatalog() },
   })
   try {
     const workerd = descendantsNamed(process.pid, 'workerd').filter((p) => !before.has(p))
@@ -144,29 +130,20 @@ async function main(): Promise<void> {
         headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': key },
         body: text,
       })
-    const getJob = async (id: string) =>
-      (await (await fetch(`${jobs}/${id}`, { headers: auth })).json()) as { job: { status: string } }
 
     // Warm-up: every isolate and object class on the path, the Postgres connection pools.
     const first = (await (await create()).json()) as { job: { id: string } }
     for (let i = 0; i < 20; i++) await (await create()).text()
 
     // 1. create → completed, on a quiet stack (before the throughput runs fill it with jobs).
-    const terminal = new Set(['completed', 'classical_fallback', 'failed', 'cancelled'])
     const completion: number[] = []
     for (let i = 0; i < JOBS; i++) {
       const t = performance.now()
       const res = await create()
       if (res.status !== 202) throw new Error(`create: ${res.status} ${await res.text()}`)
       const { job } = (await res.json()) as { job: { id: string } }
-      for (;;) {
-        const { job: now } = await getJob(job.id)
-        if (terminal.has(now.status)) {
-          if (now.status !== 'completed') throw new Error(`job ${job.id} ended ${now.status}`)
-          break
-        }
-        await new Promise((r) => setTimeout(r, 5))
-      }
+      const { job: end } = await watchJob(jobs, auth, job.id, 5)
+      if (end.status !== 'completed') throw new Error(`job ${job.id} ended ${end.status}`)
       completion.push(performance.now() - t)
     }
     const chat: number[] = []
