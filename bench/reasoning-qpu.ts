@@ -72,10 +72,12 @@ interface JobTiming {
   awaitingSeen?: number
   providerCreate?: number
   providerResults?: number
+  /** c=1 only (unambiguous there): the consumer's metadata lookup just before the create. */
+  providerLookup?: number
 }
 
 /** Joins a finished managed_qpu job with what the fake provider received for it; checks it ran once. */
-function providerSide(ionq: FakeIonq, jobId: string): { create: number; results: number } {
+function providerSide(ionq: FakeIonq, jobId: string): { create: number; results: number; lookup?: number } {
   const creates = ionq.requests.filter(
     (r) =>
       r.method === 'POST' &&
@@ -89,11 +91,16 @@ function providerSide(ionq: FakeIonq, jobId: string): { create: number; results:
     (r) => r.method === 'GET' && r.path === `/v0.3/jobs/${jobs[0]!.id}/results`,
   )
   if (results.length !== 1) throw new Error(`job ${jobId}: ${results.length} results reads`)
-  return { create: creates[0]!.at, results: results[0]!.at }
+  const before = ionq.requests.slice(0, ionq.requests.indexOf(creates[0]!))
+  const lookup = before.findLast((r) => r.method === 'GET' && r.path.startsWith('/v0.3/jobs?'))
+  return { create: creates[0]!.at, results: results[0]!.at, ...(lookup ? { lookup: lookup.at } : {}) }
 }
 
-function summary(values: readonly number[]) {
+/** p50/p90/p99 of the finite values; `n` says how many (a status shorter than a poll can be missed). */
+function summary(all: readonly number[]) {
+  const values = all.filter(Number.isFinite)
   return {
+    n: values.length,
     p50_ms: round(median(values), 1),
     p90_ms: round(percentile(values, 90), 1),
     p99_ms: round(percentile(values, 99), 1),
@@ -202,6 +209,7 @@ async function main(): Promise<void> {
         timing.awaitingSeen = firstSeen.awaiting_qpu
         timing.providerCreate = provider.create
         timing.providerResults = provider.results
+        if (concurrency === 1) timing.providerLookup = provider.lookup
       }
       return timing
     }
@@ -258,6 +266,14 @@ async function main(): Promise<void> {
         if (product === 'managed_qpu')
           row.breakdown = {
             sent_to_awaiting_qpu_seen: summary(mine.map((t) => t.awaitingSeen! - t.sent)),
+            ...(c === 1
+              ? {
+                  awaiting_qpu_seen_to_provider_lookup: summary(
+                    mine.map((t) => t.providerLookup! - t.awaitingSeen!),
+                  ),
+                  provider_lookup_to_create: summary(mine.map((t) => t.providerCreate! - t.providerLookup!)),
+                }
+              : {}),
             awaiting_qpu_seen_to_provider_create: summary(
               mine.map((t) => t.providerCreate! - t.awaitingSeen!),
             ),
@@ -273,7 +289,12 @@ async function main(): Promise<void> {
       at: new Date().toISOString(),
       jobs_per_cell: JOBS,
       poll_ms: POLL_MS,
-      provider: { fake: 'ionq v0.3, in-process', target: QPU_TARGET, queue_ms: 0, lifecycle_ms: [0, 0, 0] },
+      provider: {
+        fake: 'ionq v0.3, in-process',
+        target: QPU_TARGET,
+        queue_ms: 0,
+        lifecycle_ms: { ready: 0, running: 0, completed: 0 },
+      },
       load,
       results,
       raw: timings,
