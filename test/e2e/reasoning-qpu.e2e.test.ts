@@ -116,101 +116,107 @@ const onConnection = (t: string, connection: { id: string }) => ({
   provider_connection_id: connection.id,
 })
 
-describe(`real-hardware jobs through the gateway and the QPU queue (${stack.kind})`, {
-  timeout: 90_000,
-}, () => {
-  it('managed_qpu: used_real_qubits means the provider API was called, once, with the platform key', async () => {
-    const queued = await createJob(enterprise.liveKey, question(tag(), 'managed_qpu'))
-    expect(queued).toMatchObject({
-      status: 'queued',
-      requested_real: true,
-      real_request_status: 'not_requested',
+// The queue, the consumer and the provider calls do not depend on the database (the restart and
+// crash tests run on both): once, in the PGlite project, to keep the suite's time.
+describe.runIf(stack.kind === 'pglite')(
+  `real-hardware jobs through the gateway and the QPU queue (${stack.kind})`,
+  {
+    timeout: 90_000,
+  },
+  () => {
+    it('managed_qpu: used_real_qubits means the provider API was called, once, with the platform key', async () => {
+      const queued = await createJob(enterprise.liveKey, question(tag(), 'managed_qpu'))
+      expect(queued).toMatchObject({
+        status: 'queued',
+        requested_real: true,
+        real_request_status: 'not_requested',
+      })
+      const done = await waitForEnd(enterprise.liveKey, queued.id)
+      expect(done).toMatchObject({
+        status: 'completed',
+        used_real_qubits: true,
+        real_request_status: 'executed',
+        outcome_state: 'committed',
+        selector_backend: 'qaoa-xy/ionq:qpu.aria-1',
+      })
+      const creates = await createsFor(queued.id)
+      expect(creates).toHaveLength(1)
+      expect(creates[0]!.apiKey).toBe(ionqFixture.keys.managed)
+      const providerJobs = await ionq.jobsFor(queued.id)
+      expect(providerJobs).toHaveLength(1)
+      expect(providerJobs[0]).toMatchObject({ target: 'qpu.aria-1', ranOn: 'qpu.aria-1' })
     })
-    const done = await waitForEnd(enterprise.liveKey, queued.id)
-    expect(done).toMatchObject({
-      status: 'completed',
-      used_real_qubits: true,
-      real_request_status: 'executed',
-      outcome_state: 'committed',
-      selector_backend: 'qaoa-xy/ionq:qpu.aria-1',
-    })
-    const creates = await createsFor(queued.id)
-    expect(creates).toHaveLength(1)
-    expect(creates[0]!.apiKey).toBe(ionqFixture.keys.managed)
-    const providerJobs = await ionq.jobsFor(queued.id)
-    expect(providerJobs).toHaveLength(1)
-    expect(providerJobs[0]).toMatchObject({ target: 'qpu.aria-1', ranOn: 'qpu.aria-1' })
-  })
 
-  it('the queue delivers a message again after the provider job was created: still one provider job', async () => {
-    // The first poll after the create fails (503): the consumer retries the message, and the second
-    // delivery finds the attempt submitted and only polls.
-    const connection = await ownConnection()
-    await ionq.script({
-      match: { method: 'GET', path: '^/v0\\.3/jobs/[0-9a-f-]+$', apiKey: connection.apiKey },
-      fault: { kind: 'status', status: 503 },
-      times: 1,
+    it('the queue delivers a message again after the provider job was created: still one provider job', async () => {
+      // The first poll after the create fails (503): the consumer retries the message, and the second
+      // delivery finds the attempt submitted and only polls.
+      const connection = await ownConnection()
+      await ionq.script({
+        match: { method: 'GET', path: '^/v0\\.3/jobs/[0-9a-f-]+$', apiKey: connection.apiKey },
+        fault: { kind: 'status', status: 503 },
+        times: 1,
+      })
+      const queued = await createJob(enterprise.liveKey, onConnection(tag(), connection))
+      const done = await waitForEnd(enterprise.liveKey, queued.id)
+      expect(done).toMatchObject({
+        status: 'completed',
+        used_real_qubits: true,
+        real_request_status: 'executed',
+      })
+      expect(await createsFor(queued.id)).toHaveLength(1)
+      const served503 = (await ionq.requests()).filter(
+        (r) => r.apiKey === connection.apiKey && r.fault?.kind === 'status',
+      )
+      expect(served503).toHaveLength(1)
     })
-    const queued = await createJob(enterprise.liveKey, onConnection(tag(), connection))
-    const done = await waitForEnd(enterprise.liveKey, queued.id)
-    expect(done).toMatchObject({
-      status: 'completed',
-      used_real_qubits: true,
-      real_request_status: 'executed',
-    })
-    expect(await createsFor(queued.id)).toHaveLength(1)
-    const served503 = (await ionq.requests()).filter(
-      (r) => r.apiKey === connection.apiKey && r.fault?.kind === 'status',
-    )
-    expect(served503).toHaveLength(1)
-  })
 
-  it('a provider that keeps failing: the message goes to the dead-letter queue and the job ends honestly', async () => {
-    const connection = await ownConnection()
-    await ionq.script({
-      match: { method: 'POST', path: '^/v0\\.3/jobs$', apiKey: connection.apiKey },
-      fault: { kind: 'status', status: 503 },
+    it('a provider that keeps failing: the message goes to the dead-letter queue and the job ends honestly', async () => {
+      const connection = await ownConnection()
+      await ionq.script({
+        match: { method: 'POST', path: '^/v0\\.3/jobs$', apiKey: connection.apiKey },
+        fault: { kind: 'status', status: 503 },
+      })
+      const queued = await createJob(enterprise.liveKey, onConnection(tag(), connection))
+      const done = await waitForEnd(enterprise.liveKey, queued.id)
+      expect(done).toMatchObject({
+        status: 'classical_fallback',
+        fallback_reason: 'selector_unreachable',
+        used_real_qubits: false,
+        real_request_status: 'released_after_failure',
+        // The last tries may have created a job without an answer: the alarm looked, found none.
+        outcome_state: 'reconciled',
+        selector_backend: 'classical_argmax',
+        error: { code: 'qpu_unreachable' },
+      })
+      // Every delivery of the message tried the create once: 1 + max_retries (5) tries, no job made.
+      expect(await createsFor(queued.id)).toHaveLength(6)
+      expect(await ionq.jobsFor(queued.id)).toHaveLength(0)
     })
-    const queued = await createJob(enterprise.liveKey, onConnection(tag(), connection))
-    const done = await waitForEnd(enterprise.liveKey, queued.id)
-    expect(done).toMatchObject({
-      status: 'classical_fallback',
-      fallback_reason: 'selector_unreachable',
-      used_real_qubits: false,
-      real_request_status: 'released_after_failure',
-      // The last tries may have created a job without an answer: the alarm looked, found none.
-      outcome_state: 'reconciled',
-      selector_backend: 'classical_argmax',
-      error: { code: 'qpu_unreachable' },
-    })
-    // Every delivery of the message tried the create once: 1 + max_retries (5) tries, no job made.
-    expect(await createsFor(queued.id)).toHaveLength(6)
-    expect(await ionq.jobsFor(queued.id)).toHaveLength(0)
-  })
 
-  it('byopa_managed: the tenant connection, its own key, and no job without one', async () => {
-    const connection = await ownConnection()
+    it('byopa_managed: the tenant connection, its own key, and no job without one', async () => {
+      const connection = await ownConnection()
 
-    const missing = await create(enterprise.liveKey, question(tag(), 'byopa_managed'))
-    expect(missing.status).toBe(400)
-    expect(await missing.json()).toMatchObject({
-      error: { code: 'provider_connection_required', param: 'provider_connection_id' },
-    })
-    const unknown = await create(enterprise.liveKey, {
-      ...question(tag(), 'byopa_managed'),
-      provider_connection_id: crypto.randomUUID(),
-    })
-    expect(unknown.status).toBe(404)
+      const missing = await create(enterprise.liveKey, question(tag(), 'byopa_managed'))
+      expect(missing.status).toBe(400)
+      expect(await missing.json()).toMatchObject({
+        error: { code: 'provider_connection_required', param: 'provider_connection_id' },
+      })
+      const unknown = await create(enterprise.liveKey, {
+        ...question(tag(), 'byopa_managed'),
+        provider_connection_id: crypto.randomUUID(),
+      })
+      expect(unknown.status).toBe(404)
 
-    const queued = await createJob(enterprise.liveKey, onConnection(tag(), connection))
-    const done = await waitForEnd(enterprise.liveKey, queued.id)
-    expect(done).toMatchObject({
-      status: 'completed',
-      used_real_qubits: true,
-      real_request_status: 'executed',
+      const queued = await createJob(enterprise.liveKey, onConnection(tag(), connection))
+      const done = await waitForEnd(enterprise.liveKey, queued.id)
+      expect(done).toMatchObject({
+        status: 'completed',
+        used_real_qubits: true,
+        real_request_status: 'executed',
+      })
+      const creates = await createsFor(queued.id)
+      expect(creates).toHaveLength(1)
+      expect(creates[0]!.apiKey).toBe(connection.apiKey)
     })
-    const creates = await createsFor(queued.id)
-    expect(creates).toHaveLength(1)
-    expect(creates[0]!.apiKey).toBe(connection.apiKey)
-  })
-})
+  },
+)
