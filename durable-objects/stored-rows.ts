@@ -3,7 +3,7 @@
  * object writes: a row that does not fit (a damaged or hand-edited database, a missed migration)
  * fails loudly, naming the table and the column, instead of flowing on as a wrong value.
  */
-import type { z } from 'zod'
+import { z } from 'zod'
 
 export type StoredRow = Record<string, SqlStorageValue>
 
@@ -23,3 +23,24 @@ export function parseStoredRows<T extends z.ZodType>(
     return parsed.data
   })
 }
+
+/** A TEXT column holding JSON, parsed and checked against `schema` as part of the row's schema. */
+export const storedJson = <T extends z.ZodType>(schema: T) =>
+  z.string().transform((text, ctx): z.infer<T> => {
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'stored JSON is unreadable' })
+      return z.NEVER
+    }
+    const parsed = schema.safeParse(value)
+    if (!parsed.success) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `stored JSON does not fit: ${parsed.error.issues[0]?.message}`,
+      })
+      return z.NEVER
+    }
+    return parsed.data
+  })

@@ -23,7 +23,7 @@ import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { ProviderChatMessage } from '../../shared/providers/chat-wire'
 import type { Identity } from '../../shared/worker/request-context'
-import { parseStoredRows, type StoredRow } from '../stored-rows'
+import { parseStoredRows, type StoredRow, storedJson } from '../stored-rows'
 import { RUN_STATES, type RunState, type TokenUsage, TokenUsageSchema } from './agent-events'
 import { type FileChange, FileChangeSchema } from './file-changes'
 import { type TurnSettings, TurnSettingsSchema } from './turn-settings'
@@ -111,25 +111,7 @@ const DDL = [
   `CREATE INDEX IF NOT EXISTS due_work_due_idx ON due_work (due_at)`,
 ]
 
-const json = <T extends z.ZodType>(schema: T) =>
-  z.string().transform((text, ctx): z.infer<T> => {
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'stored JSON is unreadable' })
-      return z.NEVER
-    }
-    const parsed = schema.safeParse(value)
-    if (!parsed.success) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `stored JSON does not fit: ${parsed.error.issues[0]?.message}`,
-      })
-      return z.NEVER
-    }
-    return parsed.data
-  })
+const json = storedJson
 
 export const RunRowSchema = z.object({
   run_id: z.string(),

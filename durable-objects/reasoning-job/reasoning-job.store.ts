@@ -20,7 +20,7 @@ import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { NormalizedUsage } from '../../shared/providers'
 import type { Identity } from '../../shared/worker/request-context'
-import { parseStoredRows, type StoredRow } from '../stored-rows'
+import { parseStoredRows, type StoredRow, storedJson } from '../stored-rows'
 import {
   type ReceiptEnvelope,
   ReceiptEnvelopeSchema,
@@ -119,25 +119,7 @@ const DDL = [
   )`,
 ]
 
-const json = <T extends z.ZodType>(schema: T) =>
-  z.string().transform((text, ctx): z.infer<T> => {
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'stored JSON is unreadable' })
-      return z.NEVER
-    }
-    const parsed = schema.safeParse(value)
-    if (!parsed.success) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `stored JSON does not fit: ${parsed.error.issues[0]?.message}`,
-      })
-      return z.NEVER
-    }
-    return parsed.data
-  })
+const json = storedJson
 
 const flag = z.union([z.literal(0), z.literal(1)]).transform((v) => v === 1)
 

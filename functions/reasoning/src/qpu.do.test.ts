@@ -9,17 +9,11 @@
 import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test'
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import {
-  handleDeadLetter,
-  handleQpuMessage,
-  type QueuedMessage,
-} from '../../functions/reasoning/src/qpu-consumer'
-import { openMeter } from '../../shared/metering'
-import { resolvePlan } from '../../shared/plans'
-import { openQpuAccount } from '../../shared/quantum/providers/provider-accounts'
-import type { QpuJobPort, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
-import type {} from '../../test/support/ionq-provider.fixture'
-import { isTerminal, type ReasoningJob as JobRecord, ReasoningJobSchema } from './job.schemas'
-import type { ReasoningJob } from './reasoning-job.do'
+  isTerminal,
+  type ReasoningJob as JobRecord,
+  ReasoningJobSchema,
+} from '../../../durable-objects/reasoning-job/job.schemas'
+import type { ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import {
   createJob,
   identityFor,
@@ -33,7 +27,13 @@ import {
   runDueNow,
   uninstallUpstream,
   unwrap,
-} from './reasoning-job.do-fixtures'
+} from '../../../durable-objects/reasoning-job/reasoning-job.do-fixtures'
+import { openMeter } from '../../../shared/metering'
+import { resolvePlan } from '../../../shared/plans'
+import { openQpuAccount } from '../../../shared/quantum/providers/provider-accounts'
+import type { QpuJobPort, QpuQueueMessage } from '../../../shared/quantum/qpu-queue'
+import type {} from '../../../test/support/ionq-provider.fixture'
+import { handleDeadLetter, handleQpuMessage, type QueuedMessage } from './qpu-consumer'
 
 const ionq = inject('ionqProvider')
 
