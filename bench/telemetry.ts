@@ -74,7 +74,7 @@ function wrkPost(
         '--timeout',
         '10s',
         '-s',
-        path.join(BENCH_DIR, 'telemetry-wrk-post.lua'),
+        path.join(BENCH_DIR, 'wrk-post-report.lua'),
         url,
       ],
       { env: { ...process.env, HDRS: hdrs, BODY_FILE: bodyFile } },

@@ -1,9 +1,17 @@
--- wrk script: POST BODY (env) with extra headers from HDRS ("k: v;;k: v"), prints one JSON result line.
+-- wrk script: POST the bytes of BODY_FILE (e.g. an OTLP export, gzip or not) or the text of BODY
+-- (JSON), with extra headers from HDRS ("k: v;;k: v"); prints one JSON result line.
 -- A JSON-RPC error inside a 200 answer would not be counted by wrk: bench/mcp.ts checks each
 -- target's answer once before measuring.
 wrk.method = "POST"
-wrk.body = os.getenv("BODY") or ""
-wrk.headers["Content-Type"] = "application/json"
+local file = os.getenv("BODY_FILE")
+if file then
+  local f = assert(io.open(file, "rb"))
+  wrk.body = f:read("*all")
+  f:close()
+else
+  wrk.body = os.getenv("BODY") or ""
+  wrk.headers["Content-Type"] = "application/json"
+end
 local hdrs = os.getenv("HDRS") or ""
 for h in string.gmatch(hdrs, "([^;]+)") do
   local k, v = string.match(h, "^%s*([^:]+):%s*(.-)%s*$")
