@@ -4,6 +4,7 @@
  * fails loudly, naming the table and the column, instead of flowing on as a wrong value.
  */
 import { z } from 'zod'
+import { AUDIENCES } from '../shared/db/schema'
 
 export type StoredRow = Record<string, SqlStorageValue>
 
@@ -44,3 +45,24 @@ export const storedJson = <T extends z.ZodType>(schema: T) =>
     }
     return parsed.data
   })
+
+/**
+ * The caller's identity as a Durable Object stores it to act for them after a restart (settling
+ * metering): the fields those steps need, checked on the way back in.
+ */
+export const StoredIdentitySchema = z.object({
+  tenantId: z.string(),
+  principal: z.union([
+    z.object({ kind: z.literal('api_key'), keyId: z.string(), mode: z.enum(['live', 'test']) }),
+    z.object({
+      kind: z.literal('access_token'),
+      subject: z.string(),
+      audience: z.enum(AUDIENCES),
+      tokenId: z.string(),
+      algorithm: z.string(),
+    }),
+  ]),
+  role: z.enum(['owner', 'admin', 'member']),
+  planId: z.string(),
+  scopes: z.array(z.string()),
+})

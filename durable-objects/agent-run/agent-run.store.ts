@@ -19,11 +19,10 @@
  * |             | model retry, interrupted turn)                                               |
  */
 import { z } from 'zod'
-import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { ProviderChatMessage } from '../../shared/providers/chat-wire'
 import type { Identity } from '../../shared/worker/request-context'
-import { parseStoredRows, type StoredRow, storedJson } from '../stored-rows'
+import { parseStoredRows, StoredIdentitySchema, type StoredRow, storedJson } from '../stored-rows'
 import { RUN_STATES, type RunState, type TokenUsage, TokenUsageSchema } from './agent-events'
 import { type FileChange, FileChangeSchema } from './file-changes'
 import { type TurnSettings, TurnSettingsSchema } from './turn-settings'
@@ -134,22 +133,7 @@ export type RunRow = z.infer<typeof RunRowSchema>
 
 /** What settling a turn's metering needs after a restart: who was admitted, and the grant. */
 export const TurnMeterSchema = z.object({
-  identity: z.object({
-    tenantId: z.string(),
-    principal: z.union([
-      z.object({ kind: z.literal('api_key'), keyId: z.string(), mode: z.enum(['live', 'test']) }),
-      z.object({
-        kind: z.literal('access_token'),
-        subject: z.string(),
-        audience: z.enum(AUDIENCES),
-        tokenId: z.string(),
-        algorithm: z.string(),
-      }),
-    ]),
-    role: z.enum(['owner', 'admin', 'member']),
-    planId: z.string(),
-    scopes: z.array(z.string()),
-  }),
+  identity: StoredIdentitySchema,
   /** The grant as the metering client returned it (its own schema: one definition). */
   grant: MeterGrantSchema,
 })

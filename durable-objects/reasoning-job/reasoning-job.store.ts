@@ -16,11 +16,10 @@
  * The real-hardware attempt and its reservation live in their own table (qpu.store.ts).
  */
 import { z } from 'zod'
-import { AUDIENCES } from '../../shared/db/schema'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
 import type { NormalizedUsage } from '../../shared/providers'
 import type { Identity } from '../../shared/worker/request-context'
-import { parseStoredRows, type StoredRow, storedJson } from '../stored-rows'
+import { parseStoredRows, StoredIdentitySchema, type StoredRow, storedJson } from '../stored-rows'
 import {
   type ReceiptEnvelope,
   ReceiptEnvelopeSchema,
@@ -131,25 +130,8 @@ export const UsageSchema = z.object({
   reasoningTokens: z.int().min(0),
 })
 
-const IdentitySchema = z.object({
-  tenantId: z.string(),
-  principal: z.union([
-    z.object({ kind: z.literal('api_key'), keyId: z.string(), mode: z.enum(['live', 'test']) }),
-    z.object({
-      kind: z.literal('access_token'),
-      subject: z.string(),
-      audience: z.enum(AUDIENCES),
-      tokenId: z.string(),
-      algorithm: z.string(),
-    }),
-  ]),
-  role: z.enum(['owner', 'admin', 'member']),
-  planId: z.string(),
-  scopes: z.array(z.string()),
-})
-
 /** Who was admitted and the grant, to settle the job's metering after a restart. */
-export const JobMeterSchema = z.object({ identity: IdentitySchema, grant: MeterGrantSchema })
+export const JobMeterSchema = z.object({ identity: StoredIdentitySchema, grant: MeterGrantSchema })
 export interface JobMeter {
   identity: Identity
   grant: MeterGrant
