@@ -424,6 +424,15 @@ describe('console: crypto policy and the audit log', () => {
       await expect
         .poll(() => row.locator('output').textContent(), { timeout: 10_000 })
         .toMatch(/^Verified in this browser: entry \d+ is in the log of \d+ entries/)
+      // The result names the log key (one long word): it wraps inside its cell, the table stays put.
+      const sideways = await row
+        .locator('output')
+        .evaluate(
+          (o) =>
+            (o.closest('.table-wrap') as HTMLElement).scrollWidth -
+            (o.closest('.table-wrap') as HTMLElement).clientWidth,
+        )
+      expect(sideways).toBeLessThanOrEqual(0)
       await shots('crypto-policy')
 
       // The server's validation problems come back at the field they name.
@@ -453,10 +462,11 @@ describe('console: crypto policy and the audit log', () => {
     await expect
       .poll(() => page.locator('table').textContent())
       .toContain('Policy set to default (audit) by key “console live key”')
-    // Actors by name: the console's own change was made by the signed-in person.
-    expect(await page.locator('table').textContent()).toContain(
-      `Policy set to strict (enforce) by you (${ws.email})`,
-    )
+    // Actors by name: the console's own change was made by the signed-in person, who signed in first.
+    const entries = (await page.locator('table').textContent()) ?? ''
+    expect(entries).toContain(`Policy set to strict (enforce) by you (${ws.email})`)
+    expect(entries).toContain(`Token for you (${ws.email})`)
+    expect(entries).not.toContain(`user:${ws.ownerUserId}`)
     const newest = page.locator('tbody tr').first()
     await newest.getByRole('button', { name: /Verify the inclusion proof/ }).click()
     await expect
@@ -636,6 +646,9 @@ describe('console: documents, reasoning, telemetry', () => {
 
     await page.goto(url(`/console/reasoning/jobs/${job.id}`))
     expect(await page.locator('dl.facts').first().textContent()).toContain('completed')
+    expect(await page.getByRole('region', { name: 'Prompt' }).textContent()).toContain(
+      'Which is larger, 2^10 or 10^3?',
+    )
     // Every candidate (svc-hive makes four) with its evidence; the selected one holds the result.
     const candidates = page.locator('ol.candidates > li')
     expect(await candidates.count()).toBe(4)
@@ -662,6 +675,7 @@ describe('console: documents, reasoning, telemetry', () => {
     expect(erased).toMatchObject({ status: 'completed', inference_receipt_id: receipt.receipt_id })
     expect(erased.result).toBeUndefined()
     expect(erased.prompt).toBeUndefined()
+    expect(await page.getByRole('region', { name: 'Prompt' }).count()).toBe(0)
     await page.goto(url('/console/reasoning'))
     await expect.poll(() => page.locator('table').first().textContent()).toContain(job.id)
   })

@@ -123,7 +123,7 @@ async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
               <td>
                 {k.kind} <span class="hint mono">{k.base_url}</span>
               </td>
-              <td>{k.target}</td>
+              <td class="nowrap">{k.target}</td>
               <td class="nowrap">{formatDate(k.created_at)}</td>
               <td>
                 <LastTest test={k.last_test} />
@@ -258,12 +258,17 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
             </dd>
             <dt>Hardware</dt>
             <dd>
-              {job.requested_real ? 'real QPU requested' : 'simulation'} · {job.real_request_status}
+              {job.requested_real ? 'real QPU requested' : 'simulation'} ·{' '}
+              {job.real_request_status.replaceAll('_', ' ')}
               {job.used_real_qubits ? ' · ran on real qubits' : ''}
             </dd>
             <dt>Attempts</dt>
             <dd>
-              {job.attempt_count} of {job.max_attempts} · outcome {job.outcome_state}
+              {/* attempt_count counts the failed tries of the current step (0: none failed). */}
+              {job.attempt_count === 0
+                ? 'no failed tries'
+                : `${job.attempt_count} failed ${job.attempt_count === 1 ? 'try' : 'tries'} of at most ${job.max_attempts}`}{' '}
+              · outcome {job.outcome_state.replaceAll('_', ' ')}
             </dd>
             <dt>Selection</dt>
             <dd>
@@ -282,6 +287,12 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
             <dt>Created</dt>
             <dd>{formatDate(job.created_at)}</dd>
           </dl>
+          {job.prompt === undefined ? null : (
+            <section aria-labelledby="job-prompt">
+              <h2 id="job-prompt">Prompt</h2>
+              <pre class="wrap">{job.prompt}</pre>
+            </section>
+          )}
           {job.result ? (
             <section aria-labelledby="job-result">
               <h2 id="job-result">Result</h2>
