@@ -336,6 +336,16 @@ describe('console: usage', () => {
       .toContain(ids[2])
     const content = (await page.locator('table').last().textContent()) ?? ''
     for (const id of ids) expect(content).toContain(id)
+    // Each row shows the status its client received and the latency the chat worker measured.
+    const headers = await page.locator('table').last().locator('thead th').allTextContents()
+    const column = (name: string) => headers.indexOf(name)
+    expect(column('Status')).toBeGreaterThan(0)
+    expect(column('Latency')).toBeGreaterThan(0)
+    for (const id of ids) {
+      const cells = page.locator('table').last().locator('tbody tr', { hasText: id }).locator('td')
+      expect(await cells.nth(column('Status')).textContent(), id).toBe('200')
+      expect(await cells.nth(column('Latency')).textContent(), id).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+    }
     expect(
       await page.locator('svg[data-chart=usage-tokens] rect[data-series=svc-cell]').count(),
     ).toBeGreaterThan(0)
