@@ -35,6 +35,7 @@ import {
   type MeterGrant,
   meteringUnavailable,
   openMeter,
+  outcomeStatus,
   usageCostUnits,
 } from '../../shared/metering'
 import { actionRequiredError, checkFeatureAccess, resolvePlan } from '../../shared/plans'
@@ -64,6 +65,7 @@ import {
 import {
   isTerminal,
   type JobCreateRequest,
+  type JobStatus,
   type ReasoningJob as ReasoningJobRecord,
   SCORING_METHOD_OF,
 } from './job.schemas'
@@ -213,6 +215,15 @@ export function quotedTokens(model: JobCreateRequest['model'], prompt: string): 
 }
 
 /** An error and its causes in one line (drizzle wraps the driver's error as `cause`). */
+/**
+ * A finished job as the request log records it: the create call answered 202 before the outcome
+ * was known, so the row carries the outcome's status (shared/metering/request-status.ts).
+ */
+function jobStatusCode(status: JobStatus): number {
+  if (status === 'completed' || status === 'classical_fallback') return outcomeStatus('completed')
+  return outcomeStatus(status === 'cancelled' ? 'cancelled' : 'failed')
+}
+
 function describeError(err: unknown): string {
   const parts: string[] = []
   let current: unknown = err
@@ -937,8 +948,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     }).settle(
       record.grant,
       executed
-        ? { usage: NO_TOKENS, quantity: 1, estimated: false, provider: 'ionq' }
-        : { usage: null, estimated: false, provider: 'none' },
+        ? { usage: NO_TOKENS, quantity: 1, estimated: false, provider: 'ionq', status: 200 }
+        : { usage: null, estimated: false, provider: 'none', status: jobStatusCode(job.status) },
     )
     if (!delivered) return
     this.qpu.markSettled()
@@ -1151,6 +1162,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       usage: succeeded && usage.totalTokens > 0 ? usage : null,
       estimated: false,
       provider: job.test_mode ? 'svc-test-mode' : (this.store.candidates()[0]?.provider ?? 'none'),
+      status: jobStatusCode(job.status),
+      endedAt: job.completed_at ?? job.updated_at,
     })
     if (!delivered) return
     this.store.markSettled()
