@@ -14,7 +14,7 @@
  *   interrupted by a restart, turn usage not yet acknowledged by metering, and the run's row in
  *   the Postgres index (run-index.ts) when it is older than the run. Handlers are idempotent
  *   (alarms are at-least-once).
- * - The index: every change a list shows (created, state, turns, usage) bumps the run's index
+ * - The index: every change a list shows (created, a turn started or ended, cancelled) bumps the index
  *   version and writes `index_sync` due work in the same transaction; the object then writes the
  *   row at once (in the background, or before answering a cancel), and while Postgres is down the
  *   alarm retries it every INDEX_RETRY_MS. The row never moves backwards (it carries the version).
@@ -684,7 +684,9 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       if (current !== null) await this.ctx.storage.deleteAlarm()
       return
     }
-    if (current !== next) await this.ctx.storage.setAlarm(next)
+    // Work due at any past time is due now (the runtime refuses an alarm time <= 0).
+    const at = Math.max(next, 1)
+    if (current !== at) await this.ctx.storage.setAlarm(at)
   }
 }
 

@@ -231,7 +231,7 @@ export const DUE_WORK_KINDS = [
    */
   'meter_settle',
   /**
-   * the run changed (created, state, turns, usage) and its row in the Postgres index
+   * the run changed (created, a turn started or ended, cancelled) and its row in the Postgres index
    * (agent_runs) is older: write it (written with the change; retried while Postgres is down)
    */
   'index_sync',
@@ -303,7 +303,13 @@ export class RunStore {
       )
     }
     if (stored && Number(stored.value) < 3) {
-      this.sql.exec(`ALTER TABLE run ADD COLUMN index_version INTEGER NOT NULL DEFAULT 0`)
+      // Idempotent: a run table made by this code's DDL already has the column.
+      const columns = this.sql
+        .exec<{ n: number }>(
+          `SELECT count(*) AS n FROM pragma_table_info('run') WHERE name = 'index_version'`,
+        )
+        .one().n
+      if (columns === 0) this.sql.exec(`ALTER TABLE run ADD COLUMN index_version INTEGER NOT NULL DEFAULT 0`)
       if (this.run()) this.indexChanged(Date.now())
     }
     this.sql.exec(
@@ -381,7 +387,8 @@ export class RunStore {
       costUsd,
       now,
     )
-    this.indexChanged(now)
+    // Not an index change of its own: every turn ends with a state change, whose write carries the
+    // usage, so a turn of many model rounds writes its row twice rather than once a round.
   }
 
   /** A fresh run-wide number for ids (`msg_7`, `call_8`, `appr_9`). */
