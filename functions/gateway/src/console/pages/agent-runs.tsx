@@ -152,8 +152,7 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
             { label: 'Turns', num: true },
             { label: 'Tokens', num: true },
             { label: 'Cost', num: true },
-            'Created',
-            'Updated',
+            'Created, updated',
             'Actions',
           ]}
           rows={runs.body.data}
@@ -168,7 +167,7 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
               <td>
                 <StateBadge state={run.state} />
               </td>
-              <td>{run.model}</td>
+              <td class="nowrap">{run.model}</td>
               <td class="nowrap">
                 <span class={`badge ${run.mode}`}>{run.mode}</span> {run.agent_mode}
               </td>
@@ -176,8 +175,11 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
               <td class="num">{run.turn_count}</td>
               <td class="num">{formatNumber(run.usage.total_tokens)}</td>
               <td class="num">${run.usage.cost_usd.toFixed(4)}</td>
-              <td class="nowrap">{formatDate(run.created_at)}</td>
-              <td class="nowrap">{formatDate(run.updated_at)}</td>
+              <td class="nowrap">
+                {formatDate(run.created_at)}
+                <br />
+                <span class="hint">{formatDate(run.updated_at)}</span>
+              </td>
               <td>
                 {TERMINAL.has(run.state) ? null : (
                   <Actions>
