@@ -2,7 +2,7 @@ import path from 'node:path'
 import { cloudflareTest } from '@cloudflare/vitest-plugin'
 import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 import { defineConfig } from 'vitest/config'
-import { bundleWorker } from './scripts/workers.ts'
+import { bundleWorker, workerBundleCache } from './scripts/workers.ts'
 
 /** A fresh private JWK in the JWT_SIGNING_KEYS format, for the Durable Object test projects. */
 async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise<JsonWebKey | object> {
@@ -35,8 +35,9 @@ export default defineConfig(async () => {
   // The chat and code workers bind the RateLimiter that the metering worker hosts
   // (script_name = "svc-metering"), so their Durable Object tests run with the real metering
   // worker beside them.
+  const cache = await workerBundleCache()
   const meteringBundle = path.resolve('.data/vitest-aux/svc-metering/index.js')
-  await bundleWorker(path.resolve('functions/metering/src/index.ts'), meteringBundle)
+  await bundleWorker(path.resolve('functions/metering/src/index.ts'), meteringBundle, { cache })
   const meteringWorker = {
     name: 'svc-metering',
     modules: true,
@@ -48,11 +49,11 @@ export default defineConfig(async () => {
   // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
   const authBundle = path.resolve('.data/vitest-aux/svc-auth/index.js')
   const platformBundle = path.resolve('.data/vitest-aux/svc-platform/index.js')
-  await bundleWorker(path.resolve('functions/platform/src/index.ts'), platformBundle)
-  await bundleWorker(path.resolve('functions/auth/src/index.ts'), authBundle)
+  await bundleWorker(path.resolve('functions/platform/src/index.ts'), platformBundle, { cache })
+  await bundleWorker(path.resolve('functions/auth/src/index.ts'), authBundle, { cache })
   // The code worker hosts the AgentRun objects the platform worker binds (the admin cancel).
   const codeBundle = path.resolve('.data/vitest-aux/svc-code/index.js')
-  await bundleWorker(path.resolve('functions/code/src/index.ts'), codeBundle)
+  await bundleWorker(path.resolve('functions/code/src/index.ts'), codeBundle, { cache })
   /** The code worker beside a test worker, its runs indexed in `database` and metered beside it. */
   const codeWorker = (database: Record<string, string>) => ({
     name: 'svc-code',

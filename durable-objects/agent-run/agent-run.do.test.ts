@@ -498,6 +498,8 @@ describe('alarms', () => {
       endpoint: 'code.turns',
       estimated: true,
       usage: { promptTokens: lastUsage.data.turn.input_tokens, completionTokens: 0 },
+      // The turn's stream began with 200 and ended in turn.failed: the request log says 502.
+      status: 502,
     })
   })
 
@@ -671,6 +673,8 @@ describe('metering', () => {
       requestId: expect.stringMatching(new RegExp(`^agent-turn:${run.runId}:[0-9a-f]{32}$`)),
       usage: { promptTokens: 100, completionTokens: 3, cachedTokens: 0, reasoningTokens: 0 },
       provider: 'fake',
+      status: 200,
+      latencyMs: expect.any(Number),
     })
     expect(terminal(events).type).toBe('turn.completed')
   })
@@ -711,6 +715,8 @@ describe('metering', () => {
     errors.mockRestore()
     expect(await timeTravelAndRunAlarm(run, 'meter_settle')).toBe(true)
     expect(settledFor(run)).toHaveLength(1)
+    // Cancelled before its end: the request log says 499 (client closed request).
+    expect(settledFor(run)[0]).toMatchObject({ status: 499, latencyMs: expect.any(Number) })
   })
 
   it('answers a refusal with the action-required body and starts nothing', async () => {

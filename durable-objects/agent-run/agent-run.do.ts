@@ -24,7 +24,7 @@
 import { DurableObject } from 'cloudflare:workers'
 import { modelEntry } from '../../shared/catalog/model-catalog'
 import { AppError, toAppError } from '../../shared/http/errors'
-import { type MeterGrant, meteringUnavailable, openMeter } from '../../shared/metering'
+import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
 import type { Identity } from '../../shared/worker/request-context'
 import { writeIndex } from '../postgres-index'
@@ -257,17 +257,19 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
           ? err
           : meteringUnavailable(err instanceof Error ? err.message : String(err))
       }
-      const release = () => void meter.settle(grant, { usage: null, estimated: false, provider: 'none' })
+      const release = (status: number) =>
+        void meter.settle(grant, { usage: null, estimated: false, provider: 'none', status })
       let response: Response
       try {
         const second = this.checkTurn(call)
         if (second.kind === 'reattach') {
-          release()
+          // Another request started this turn meanwhile: this one follows it (200).
+          release(200)
           return this.follow(call.runId, second.turn, call.request.cursor ?? 0)
         }
         response = this.acceptTurn(call, second, { identity: call.identity, grant })
       } catch (err) {
-        release()
+        release(toAppError(err).status)
         throw err
       }
       await this.armAlarm()
@@ -428,6 +430,9 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
             },
       estimated: turn.usage_estimated,
       provider: turn.provider ?? 'none',
+      // The turn's stream began with 200; the log records how it ended (request-status.ts).
+      status: outcomeStatus(turn.state === 'running' ? 'failed' : turn.state),
+      ...(turn.ended_at === null ? {} : { endedAt: turn.ended_at }),
     })
     if (delivered) this.store.unschedule('meter_settle', turnId)
     await this.armAlarm()

@@ -21,6 +21,8 @@ const settle = {
   provider: 'mock',
   usage: { promptTokens: 10, completionTokens: 5, cachedTokens: 2, reasoningTokens: 0 },
   estimated: false,
+  status: 200,
+  latencyMs: 412,
 }
 
 const VALUES: unknown[] = [
@@ -53,6 +55,10 @@ function variants(base: Record<string, unknown>): Record<string, unknown>[] {
 const settleSamples = [
   settle,
   { ...settle, mode: 'test', usage: null },
+  { ...settle, status: 499, latencyMs: 0 },
+  { ...settle, status: null, latencyMs: null },
+  { ...settle, status: 99 },
+  { ...settle, status: 600 },
   (({ leaseId: _l, estimatedTokens: _e, ...rest }) => rest)(settle),
   { ...settle, tenantId: '5F0C6A52-8A2A-4F55-9D8E-0A4A3F2B8C11' },
   { ...settle, tenantId: 'not-a-guid' },
@@ -110,6 +116,8 @@ const row = {
   credits_units: 1234,
   estimated: 0,
   flushed: 0,
+  status: 200,
+  latency_ms: 412,
 }
 
 /** What the object did before the hand check: the row mapped, then LedgerEntrySchema. */
@@ -131,6 +139,8 @@ function bySchema(r: Record<string, unknown>) {
     quantity: r.quantity,
     creditsUnits: r.credits_units,
     estimated: r.estimated === 1,
+    status: r.status ?? null,
+    latencyMs: r.latency_ms ?? null,
   })
 }
 
@@ -140,6 +150,9 @@ describe('ledger rows', () => {
       row,
       { ...row, estimated: 1, mode: 'test' },
       { ...row, model: 'web_search', unit: 'requests', quantity: 1, prompt_tokens: 0, completion_tokens: 0 },
+      // Billed from a checkpoint (never ended), or stored before the columns: null.
+      { ...row, status: null, latency_ms: null },
+      { ...row, status: 502, latency_ms: 60_001 },
       ...variants(row),
     ]
     let checked = 0

@@ -59,6 +59,8 @@ export function readLedgerRow(row: Obj): StoredLedgerRow {
     quantity: row.quantity,
     creditsUnits: row.credits_units,
     estimated: row.estimated === 1,
+    status: row.status ?? null,
+    latencyMs: row.latency_ms ?? null,
   }
   return {
     seq: row.seq,

@@ -130,7 +130,7 @@ export async function flushLedger(
 ): Promise<BalanceRow | null> {
   if (entries.length > FLUSH_BATCH_SIZE) throw new Error(`at most ${FLUSH_BATCH_SIZE} rows per flush`)
   // The whole batch is one JSON parameter (an array of row arrays), unpacked by Postgres: a few
-  // hundred rows of 14 columns as bind parameters would cost the worker a query of thousands of
+  // hundred rows of 17 columns as bind parameters would cost the worker a query of thousands of
   // placeholders to build and the server thousands of parameters to parse.
   const rows = JSON.stringify(
     entries.map((e) => [
@@ -149,6 +149,8 @@ export async function flushLedger(
       new Date(e.createdAt).toISOString(),
       e.unit,
       e.quantity,
+      e.status,
+      e.latencyMs,
     ]),
   )
   // `inserted`: new rows. `reused`: a row whose request id is already in the ledger with another
@@ -161,13 +163,13 @@ export async function flushLedger(
         r ->> 3 as endpoint, r ->> 4 as model, r ->> 5 as provider, (r ->> 6)::int as prompt_tokens,
         (r ->> 7)::int as completion_tokens, (r ->> 8)::int as cached_tokens, (r ->> 9)::int as reasoning_tokens,
         (r ->> 10)::numeric as credits_cents, (r ->> 11)::boolean as estimated, (r ->> 12)::timestamptz as created_at,
-        r ->> 13 as unit, (r ->> 14)::bigint as quantity
+        r ->> 13 as unit, (r ->> 14)::bigint as quantity, (r ->> 15)::int as status, (r ->> 16)::int as latency_ms
       from jsonb_array_elements(${rows}::jsonb) as r
     ),
     inserted as (
       insert into usage_ledger (tenant_id, request_id, principal, mode, endpoint, model, provider,
         prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_cents, estimated, created_at,
-        unit, quantity)
+        unit, quantity, status, latency_ms)
       select * from batch
       on conflict (tenant_id, request_id) do nothing
       returning prompt_tokens + completion_tokens as tokens, credits_cents, created_at
@@ -175,10 +177,11 @@ export async function flushLedger(
     reused as (
       insert into usage_ledger (tenant_id, request_id, principal, mode, endpoint, model, provider,
         prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_cents, estimated, created_at,
-        unit, quantity)
+        unit, quantity, status, latency_ms)
       select b.tenant_id, b.request_id || '~' || (extract(epoch from b.created_at) * 1000)::bigint::text,
         b.principal, b.mode, b.endpoint, b.model, b.provider, b.prompt_tokens, b.completion_tokens,
-        b.cached_tokens, b.reasoning_tokens, b.credits_cents, b.estimated, b.created_at, b.unit, b.quantity
+        b.cached_tokens, b.reasoning_tokens, b.credits_cents, b.estimated, b.created_at, b.unit, b.quantity,
+        b.status, b.latency_ms
       from batch b
       join usage_ledger u on u.tenant_id = b.tenant_id and u.request_id = b.request_id
       where u.created_at <> b.created_at

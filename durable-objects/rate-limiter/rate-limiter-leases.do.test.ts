@@ -106,6 +106,7 @@ describe('RateLimiter admission leases', () => {
           },
           estimated: false,
           provider: 'svc-test-mode',
+          status: 200,
         }),
       ),
     )

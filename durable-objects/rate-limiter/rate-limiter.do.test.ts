@@ -175,6 +175,23 @@ describe('RateLimiter: ledger and flush', () => {
     expect(h.store.balance.tokensUsed).toBe(50)
   })
 
+  it("carries each request's status and latency from the settle through storage to the flush", async () => {
+    const h = await harness('live', 'pro')
+    await h.acquire('ok')
+    await h.acquire('cut')
+    await h.stub.settleMany([
+      { ...h.settleInput('ok', 40, 10), status: 200, latencyMs: 412 },
+      { ...h.settleInput('cut', 40, 3), status: 502, latencyMs: 9_001 },
+    ])
+    // A caller older than the fields: no status, no latency.
+    await h.acquire('older')
+    await h.stub.settle(h.settleInput('older', 1, 1))
+    await runDurableObjectAlarm(h.stub)
+    expect(h.store.ledger.get('ok')).toMatchObject({ status: 200, latencyMs: 412 })
+    expect(h.store.ledger.get('cut')).toMatchObject({ status: 502, latencyMs: 9_001 })
+    expect(h.store.ledger.get('older')).toMatchObject({ status: null, latencyMs: null })
+  })
+
   it('a settle resent after the object stopped remembering its reservation writes no second row', async () => {
     const h = await harness('live', 'pro')
     await h.acquire('a')
@@ -289,7 +306,7 @@ describe('RateLimiter: checkpoints of requests still running', () => {
     const h = await harness('live', 'pro')
     await h.acquire('a')
     await h.stub.checkpoint([{ ...h.settleInput('a', 40, 3), estimated: true }])
-    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 25), estimated: true }])
+    await h.stub.checkpoint([{ ...h.settleInput('a', 40, 25), estimated: true, status: 200, latencyMs: 5 }])
     expect(await checkpointCount(h)).toBe(1)
     // Within the minute the alarm flushes nothing of it (the stream may still be running).
     h.time.now += ORPHAN_AFTER_MS - 1
@@ -301,12 +318,15 @@ describe('RateLimiter: checkpoints of requests still running', () => {
     h.time.now += 1
     await runDurableObjectAlarm(h.stub)
     expect(await checkpointCount(h)).toBe(0)
+    // It never ended: no status or latency is known, whatever its checkpoint carried.
     expect([...h.store.ledger.values()]).toEqual([
       expect.objectContaining({
         reservationId: 'a',
         promptTokens: 40,
         completionTokens: 25,
         estimated: true,
+        status: null,
+        latencyMs: null,
       }),
     ])
     expect(h.store.balance.tokensUsed).toBe(65)
@@ -406,9 +426,11 @@ describe('RateLimiter: restarts and the balance', () => {
     await h.stub.settle(h.settleInput('a', 40, 10))
     const rows = await runInDurableObject(h.stub, (_instance: RateLimiter, state) => {
       const sql = state.storage.sql
-      // Back to version 1: no unit or quantity columns.
+      // Back to version 1: no unit, quantity, status or latency columns.
       sql.exec(`alter table ledger drop column unit`)
       sql.exec(`alter table ledger drop column quantity`)
+      sql.exec(`alter table ledger drop column status`)
+      sql.exec(`alter table ledger drop column latency_ms`)
       sql.exec(`update meta set value = '1' where key = 'schema_version'`)
     }).then(async () => {
       await evictDurableObject(h.stub)
@@ -420,8 +442,46 @@ describe('RateLimiter: restarts and the balance', () => {
         kept: instance.keptLedger(),
       }))
     })
-    expect(rows.version).toBe('2')
-    expect(rows.kept).toEqual([expect.objectContaining({ reservationId: 'a', unit: 'tokens', quantity: 50 })])
+    expect(rows.version).toBe('3')
+    expect(rows.kept).toEqual([
+      expect.objectContaining({
+        reservationId: 'a',
+        unit: 'tokens',
+        quantity: 50,
+        status: null,
+        latencyMs: null,
+      }),
+    ])
+  })
+
+  it('migrates a version-2 ledger in place: its rows keep no status or latency, new rows record them', async () => {
+    const h = await harness('test', 'pro')
+    await h.acquire('old')
+    await h.stub.settle({ ...h.settleInput('old', 40, 10), status: 200, latencyMs: 80 })
+    await runInDurableObject(h.stub, (_instance: RateLimiter, state) => {
+      const sql = state.storage.sql
+      // Back to version 2, as objects persisted before the request log's columns are.
+      sql.exec(`alter table ledger drop column status`)
+      sql.exec(`alter table ledger drop column latency_ms`)
+      sql.exec(`update meta set value = '2' where key = 'schema_version'`)
+    })
+    await evictDurableObject(h.stub)
+    await h.install()
+    await h.acquire('new')
+    await h.stub.settle({ ...h.settleInput('new', 5, 5), status: 502, latencyMs: 1_234 })
+    const rows = await runInDurableObject(h.stub, (instance: RateLimiter, state) => ({
+      version: state.storage.sql
+        .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
+        .one().value,
+      kept: instance.keptLedger(),
+    }))
+    expect(rows.version).toBe('3')
+    expect(rows.kept).toEqual([
+      expect.objectContaining({ reservationId: 'old', quantity: 50, status: null, latencyMs: null }),
+      expect.objectContaining({ reservationId: 'new', quantity: 10, status: 502, latencyMs: 1_234 }),
+    ])
+    await runDurableObjectAlarm(h.stub)
+    expect(h.store.ledger.get('new')).toMatchObject({ status: 502, latencyMs: 1_234 })
   })
 
   it('picks up credits bought elsewhere: a stale balance is re-read by the alarm', async () => {

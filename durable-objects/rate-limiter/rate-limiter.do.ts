@@ -76,8 +76,11 @@ export interface RateLimiterEnv extends DatabaseEnv {
   RATE_LIMIT_ORPHAN_AFTER_MS?: string
 }
 
-/** 2: ledger rows carry `unit` and `quantity` (paid tools are metered in their own units). */
-const SCHEMA_VERSION = 2
+/**
+ * 2: ledger rows carry `unit` and `quantity` (paid tools are metered in their own units).
+ * 3: ledger rows carry `status` and `latency_ms` (the console's request log); null in older rows.
+ */
+const SCHEMA_VERSION = 3
 const KEEP_FLUSHED_MS = 10 * 60_000
 const RETRY_FLUSH_MS = 5_000
 /**
@@ -172,7 +175,9 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       quantity integer not null default 0,
       credits_units integer not null,
       estimated integer not null,
-      flushed integer not null default 0)`)
+      flushed integer not null default 0,
+      status integer,
+      latency_ms integer)`)
     sql.exec(`create index if not exists ledger_pending on ledger (flushed, seq)`)
     // The alarm deletes flushed rows older than ten minutes and a restart rebuilds the rate windows
     // from the last minutes: both by time, so without this index each scans every row kept.
@@ -189,6 +194,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       sql.exec(`alter table ledger add column unit text not null default 'tokens'`)
       sql.exec(`alter table ledger add column quantity integer not null default 0`)
       sql.exec(`update ledger set quantity = prompt_tokens + completion_tokens`)
+    }
+    if (version && Number(version.value) < 3) {
+      // Rows stored before version 3 keep null: their status and latency were never measured.
+      sql.exec(`alter table ledger add column status integer`)
+      sql.exec(`alter table ledger add column latency_ms integer`)
     }
     sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
     const stored = sql.exec<{ value: string }>(`select value from meta where key = 'scope'`).toArray()[0]
@@ -334,7 +344,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       )
       .toArray()
     if (rows.length === 0) return
-    const inputs = readSettleBatch(rows.map((r) => ({ ...JSON.parse(r.settle_json), estimated: true })))
+    // Such a request never ended, so nothing says what its client finally saw or when: no status, no
+    // latency (the console shows "—"), and estimated, as its usage is its last checkpoint.
+    const inputs = readSettleBatch(
+      rows.map((r) => ({ ...JSON.parse(r.settle_json), estimated: true, status: null, latencyMs: null })),
+    )
     const ready = await this.ready(scope)
     this.applySettles(ready, inputs)
     console.error(
@@ -433,14 +447,16 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
           e.estimated ? 1 : 0,
           e.unit,
           e.quantity,
+          e.status,
+          e.latencyMs,
         ])
         sql.exec(
           `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
             provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated,
-            unit, quantity)
+            unit, quantity, status, latency_ms)
            select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
              value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13,
-             value ->> 14, value ->> 15
+             value ->> 14, value ->> 15, value ->> 16, value ->> 17
            from json_each(?)`,
           JSON.stringify(rows),
         )

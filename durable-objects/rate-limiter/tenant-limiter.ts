@@ -149,6 +149,10 @@ export interface SettleRequest {
   readonly provider: string
   readonly usage: MeteredUsage | null
   readonly estimated: boolean
+  /** The status the client received (null or absent: unknown, e.g. billed from a checkpoint). */
+  readonly status?: number | null | undefined
+  /** Admission to settle in ms, as the caller measured it. */
+  readonly latencyMs?: number | null | undefined
 }
 
 export function balanceFromStored(stored: StoredBalance): LimiterBalance {
@@ -511,6 +515,8 @@ export class TenantLimiter {
       quantity,
       creditsUnits,
       estimated: request.estimated,
+      status: request.status ?? null,
+      latencyMs: request.latencyMs ?? null,
     }
   }
 

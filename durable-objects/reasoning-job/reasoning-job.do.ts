@@ -34,6 +34,7 @@ import {
   type MeterGrant,
   meteringUnavailable,
   openMeter,
+  outcomeStatus,
   usageCostUnits,
 } from '../../shared/metering'
 import { actionRequiredError, checkFeatureAccess, resolvePlan } from '../../shared/plans'
@@ -64,6 +65,7 @@ import {
 import {
   isTerminal,
   type JobCreateRequest,
+  type JobStatus,
   type ReasoningJob as ReasoningJobRecord,
   SCORING_METHOD_OF,
 } from './job.schemas'
@@ -210,6 +212,15 @@ export function quotedTokens(model: JobCreateRequest['model'], prompt: string): 
   const comparisons = SCORING_METHOD_OF[model] === 'swarm_judge' ? n * (n - 1) : 0
   const judging = comparisons * (promptTokens + 2 * CANDIDATE_MAX_TOKENS + JUDGE_MAX_TOKENS)
   return candidates + judging
+}
+
+/**
+ * A finished job as the request log records it: the create call answered 202 before the outcome
+ * was known, so the row carries the outcome's status (shared/metering/request-status.ts).
+ */
+function jobStatusCode(status: JobStatus): number {
+  if (status === 'completed' || status === 'classical_fallback') return outcomeStatus('completed')
+  return outcomeStatus(status === 'cancelled' ? 'cancelled' : 'failed')
 }
 
 /** The content name of a candidate's text (bound into its ciphertext's associated data). */
@@ -926,8 +937,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     }).settle(
       record.grant,
       executed
-        ? { usage: NO_TOKENS, quantity: 1, estimated: false, provider: 'ionq' }
-        : { usage: null, estimated: false, provider: 'none' },
+        ? { usage: NO_TOKENS, quantity: 1, estimated: false, provider: 'ionq', status: 200 }
+        : { usage: null, estimated: false, provider: 'none', status: jobStatusCode(job.status) },
     )
     if (!delivered) return
     this.qpu.markSettled()
@@ -1134,6 +1145,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       usage: succeeded && usage.totalTokens > 0 ? usage : null,
       estimated: false,
       provider: job.test_mode ? 'svc-test-mode' : (this.store.candidates()[0]?.provider ?? 'none'),
+      status: jobStatusCode(job.status),
+      endedAt: job.completed_at ?? job.updated_at,
     })
     if (!delivered) return
     this.store.markSettled()

@@ -418,6 +418,13 @@ export const usageLedger = pgTable(
     quantity: bigint('quantity', { mode: 'number' }).notNull().default(0),
     creditsCents: numeric('credits_cents', { precision: 14, scale: 4 }).notNull(),
     estimated: boolean('estimated').notNull().default(false),
+    /**
+     * The HTTP status the client received (docs/plans.md, "The request log"); null for a request
+     * billed from its last checkpoint (it never ended) and for rows older than the column.
+     */
+    status: integer('status'),
+    /** Admission to settle (a stream's last byte) in ms, measured by the worker that served it; null as status. */
+    latencyMs: integer('latency_ms'),
     createdAt: createdAt(),
   },
   (t) => [

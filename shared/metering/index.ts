@@ -25,6 +25,7 @@ export {
   unitOf,
 } from './metering.schemas'
 export {
+  type CheckpointUsage,
   type Meter,
   type MeterGrant,
   type MeterUsage,
@@ -43,4 +44,5 @@ export {
   usageCostUnits,
 } from './pricing'
 export { formatResetDuration, rateLimitHeaders } from './rate-limit-headers'
+export { CLIENT_CLOSED_REQUEST, outcomeStatus, type WorkOutcome } from './request-status'
 export { meterToolCall, type ToolCall, type ToolOutcome } from './tool-metering'

@@ -10,6 +10,7 @@ import { namespaceOf, RecordingLimiter, SNAPSHOT } from '../../test/unit/recordi
 import { PLAN_CATALOG } from '../plans/plan-catalog'
 import type { NormalizedUsage } from '../providers/chat-wire'
 import type { Identity } from '../worker/request-context'
+import type { SettleInput } from './metering.schemas'
 import { type MeterGrant, openMeter, resetMeteringClientState } from './metering-client'
 
 /** A new tenant per test, so a test's leftover flusher never meets the next test's queue. */
@@ -39,7 +40,7 @@ function grant(i: number): MeterGrant {
   }
 }
 
-const settled = { usage, estimated: false, provider: 'mock' }
+const settled = { usage, estimated: false, provider: 'mock', status: 200 }
 
 beforeEach(() => resetMeteringClientState())
 afterEach(() => resetMeteringClientState())
@@ -76,9 +77,33 @@ describe('metering client: settle delivery', () => {
           provider: 'mock',
           usage: { promptTokens: 10, completionTokens: 5, cachedTokens: 0, reasoningTokens: 0 },
           estimated: false,
+          status: 200,
+          // A grant without admittedAt (stored before the field existed) has no latency.
+          latencyMs: null,
         }),
       ],
     ])
+  })
+
+  it('the latency is measured from admission to the end of the work; the status is what the caller says', async () => {
+    const limiter = new RecordingLimiter()
+    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
+    const admitted = await meter.acquire(
+      { requestId: 'req-a', model: 'svc-cell', estimatedTokens: 10 },
+      PLAN_CATALOG,
+    )
+    expect(admitted.admittedAt).toBeTypeOf('number')
+    // A settle sent after the work ended (a retry after a restart) counts to the end, not to the send.
+    await meter.settle(
+      { ...grant(1), admittedAt: 1_000_000 },
+      { ...settled, status: 502, endedAt: 1_001_234 },
+    )
+    await meter.settle({ ...grant(2), admittedAt: Date.now() - 5_000 }, settled)
+    const [[first], [second]] = limiter.settleCalls as [[SettleInput], [SettleInput]]
+    expect(first).toMatchObject({ reservationId: 'res-1', status: 502, latencyMs: 1234 })
+    expect(second.status).toBe(200)
+    expect(second.latencyMs).toBeGreaterThanOrEqual(5_000)
+    expect(second.latencyMs).toBeLessThan(60_000)
   })
 
   it('parallel settles each reach the object once', async () => {
@@ -124,8 +149,9 @@ describe('metering client: settle delivery', () => {
     const limiter = new RecordingLimiter()
     const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
     await meter.checkpoint(grant(1), { ...settled, estimated: true })
+    // A request still running has no status or latency yet.
     expect(limiter.checkpointCalls).toEqual([
-      [expect.objectContaining({ reservationId: 'res-1', estimated: true })],
+      [expect.objectContaining({ reservationId: 'res-1', estimated: true, status: null, latencyMs: null })],
     ])
     limiter.failCheckpoints = 1
     const warnings = vi.spyOn(console, 'error').mockImplementation(() => {})

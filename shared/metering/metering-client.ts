@@ -6,7 +6,7 @@
  *   const meter = openMeter(env.RATE_LIMITER, identity, 'code.turns')
  *   const grant = await meter.acquire({ requestId, model, estimatedTokens }, catalog)  // throws the 402/403/429/503 AppError
  *   ...do the work...
- *   await meter.settle(grant, { usage, estimated, provider })                 // never throws
+ *   await meter.settle(grant, { usage, estimated, provider, status })         // never throws
  *
  * Binding (wrangler.toml of every worker that meters; the object is hosted by svc-metering):
  *   [[durable_objects.bindings]]
@@ -83,7 +83,20 @@ export interface MeterUsage {
   readonly estimated: boolean
   /** Provider id that served the request. */
   readonly provider: string
+  /**
+   * The HTTP status the client received, recorded in the request log (docs/plans.md, "The request
+   * log"): for a stream that ended in an error event 502, for one the client cancelled 499.
+   */
+  readonly status: number
+  /**
+   * When the request's work ended (epoch ms), for a settle sent later than that (a retry after a
+   * restart); default: now. Latency is measured from the grant's admittedAt to this.
+   */
+  readonly endedAt?: number
 }
+
+/** A checkpoint reports a request that has not ended: it has no status or latency yet. */
+export type CheckpointUsage = Omit<MeterUsage, 'status' | 'endedAt'>
 
 export interface Meter {
   readonly scope: MeteringScope
@@ -112,7 +125,7 @@ export interface Meter {
    * Reports what a request still running has used so far (a stream's delivered tokens). Billed as
    * it stands if the request never settles. Best effort: never throws, failures are only logged.
    */
-  checkpoint(grant: MeterGrant, usage: MeterUsage): Promise<void>
+  checkpoint(grant: MeterGrant, usage: CheckpointUsage): Promise<void>
   /** The current x-ratelimit-* headers without admitting anything ({} if unavailable). */
   headers(): Promise<Record<string, string>>
 }
@@ -241,6 +254,11 @@ function logUsageUnrecorded(tenantId: string, input: SettleInput, err: unknown):
   )
 }
 
+/** Milliseconds from admission to `endedAt`; null for a grant stored before admittedAt existed. */
+function latencySince(admittedAt: number | undefined, endedAt: number): number | null {
+  return admittedAt === undefined ? null : Math.max(0, Math.round(endedAt - admittedAt))
+}
+
 /** The object for a tenant and mode: `<tenantId>:live` or `<tenantId>:test`. */
 export function meteringObjectName(identity: Identity): string {
   return `${identity.tenantId}:${isTestMode(identity) ? 'test' : 'live'}`
@@ -275,7 +293,8 @@ export function openMeter(
     return stub
   }
   const principal = principalId(identity)
-  const settleInput = (grant: MeterGrant, usage: MeterUsage): SettleInput => ({
+  /** `ended`: the request's status and latency; a checkpoint (the request still runs) has neither. */
+  const settleInput = (grant: MeterGrant, usage: CheckpointUsage, ended: MeterUsage | null): SettleInput => ({
     ...scope,
     reservationId: grant.reservationId,
     ...(grant.leaseId === undefined
@@ -294,17 +313,21 @@ export function openMeter(
       ...(usage.quantity === undefined ? {} : { quantity: usage.quantity }),
     },
     estimated: usage.estimated,
+    status: ended ? ended.status : null,
+    latencyMs: ended ? latencySince(grant.admittedAt, ended.endedAt ?? Date.now()) : null,
   })
 
   return {
     scope,
     async acquire(request, catalog) {
+      // Latency is measured from here: the request asks to be admitted.
+      const admittedAt = Date.now()
       const key = `${name}|${request.model}`
       // While another request of this isolate fetches a lease, wait for it and admit from it
       // rather than asking the object too (a few rounds at most; then go to the object).
       for (let round = 0; ; round++) {
         const local = admitLocally(name, key, request)
-        if (local) return local
+        if (local) return { ...local, admittedAt }
         const inFlight = options.leases === false ? undefined : askingLease.get(key)
         if (!inFlight || round === LEASE_WAIT_ROUNDS) break
         await inFlight.catch(() => {})
@@ -356,6 +379,7 @@ export function openMeter(
           reservationId,
           requestId: request.requestId,
           model: request.model,
+          admittedAt,
           snapshot: result.snapshot,
           headers,
         }
@@ -379,12 +403,13 @@ export function openMeter(
         reservationId,
         requestId: request.requestId,
         model: request.model,
+        admittedAt,
         snapshot,
         headers: rateLimitHeaders(snapshot),
       }
     },
     async settle(grant, usage) {
-      const input = settleInput(grant, usage)
+      const input = settleInput(grant, usage, usage)
       let failure: unknown = null
       for (const delay of SETTLE_RETRY_DELAYS_MS) {
         if (delay > 0) await sleep(delay)
@@ -402,7 +427,7 @@ export function openMeter(
     },
     async checkpoint(grant, usage) {
       try {
-        await object().checkpoint([settleInput(grant, usage)])
+        await object().checkpoint([settleInput(grant, usage, null)])
       } catch (err) {
         console.error(
           JSON.stringify({

@@ -16,6 +16,8 @@ export type MeteringMode = (typeof METERING_MODES)[number]
 const Count = z.int().min(0)
 const TenantId = z.guid()
 const RequestId = z.string().min(1).max(200)
+/** The HTTP status a request's client received (see docs/plans.md, "The request log"). */
+const HttpStatus = z.int().min(100).max(599)
 /**
  * Chosen by the client for each admitted request (a UUID). Request ids come from the caller's
  * x-request-id and may repeat; reservations and ledger rows are keyed by this instead, so a
@@ -87,6 +89,14 @@ export const SettleInputSchema = MeteringScopeSchema.extend({
   usage: MeteredUsageSchema.nullable(),
   /** True when the usage was counted with the tokenizer (stream cut, upstream sent none). */
   estimated: z.boolean(),
+  /**
+   * The status the client received (a stream that ended in an error event: 502; cancelled by the
+   * client: 499). Absent or null from a checkpoint (the request has not ended) and from callers
+   * older than the field.
+   */
+  status: HttpStatus.nullable().optional(),
+  /** Milliseconds from admission to the settle (a stream's last byte), measured by the caller. */
+  latencyMs: Count.nullable().optional(),
 })
 export type SettleInput = z.infer<typeof SettleInputSchema>
 
@@ -147,6 +157,8 @@ export const MeterGrantSchema = z.object({
   estimatedTokens: Count.optional(),
   requestId: RequestId,
   model: MeteredResourceSchema,
+  /** Epoch ms when the request asked for admission: its latency is measured from here. Absent in grants stored before it existed. */
+  admittedAt: Count.optional(),
   snapshot: RateLimitSnapshotSchema,
   /** x-ratelimit-* headers for the response. */
   headers: z.record(z.string(), z.string()),
@@ -202,6 +214,10 @@ export const LedgerEntrySchema = z.object({
   /** Credits charged for this request, in units of 1/10,000 cent (0 within the allowance and in test mode). */
   creditsUnits: Count,
   estimated: z.boolean(),
+  /** The status the client received; null when the request never ended (billed from its last checkpoint) or predates the column. */
+  status: HttpStatus.nullable(),
+  /** Admission to settle in ms; null when unknown (as status). */
+  latencyMs: Count.nullable(),
 })
 export type LedgerEntry = z.infer<typeof LedgerEntrySchema>
 

@@ -37,6 +37,8 @@ export interface ToolOutcome<T> {
   readonly estimated: boolean
   /** The provider that served the call. */
   readonly provider: string
+  /** The status the caller answers with (default 200), for the request log. */
+  readonly status?: number
 }
 
 /**
@@ -63,8 +65,8 @@ export async function meterToolCall<T>(
   try {
     outcome = await work()
   } catch (err) {
-    await meter.settle(grant, { usage: null, estimated: false, provider: 'none' })
     const error = toAppError(err)
+    await meter.settle(grant, { usage: null, estimated: false, provider: 'none', status: error.status })
     for (const [name, value] of Object.entries(grant.headers)) error.headers[name] ??= value
     throw error
   }
@@ -73,6 +75,7 @@ export async function meterToolCall<T>(
     quantity: outcome.quantity,
     estimated: outcome.estimated,
     provider: outcome.provider,
+    status: outcome.status ?? 200,
   })
   return { result: outcome.result, headers: grant.headers }
 }

@@ -4,6 +4,7 @@
  * tables), exact rate limits under concurrency, and the ledger in Postgres.
  */
 import { Validator } from '@cfworker/json-schema'
+import { sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
 import { flushLedger } from '../../durable-objects/rate-limiter/metering-store.ts'
 import { getPlan, PLAN_CATALOG } from '../../shared/plans/plan-catalog.ts'
@@ -241,6 +242,8 @@ describe(`chat plans: the ledger in Postgres (${stack.kind})`, () => {
       quantity: 100 * i + 10,
       creditsUnits: 12_345 * i,
       estimated: false,
+      status: 200,
+      latencyMs: 100 * i,
     }))
     const first = await withDatabase((db) => flushLedger(db, workspace.tenantId, 'live', entries, pro, now))
     const replay = await withDatabase((db) => flushLedger(db, workspace.tenantId, 'live', entries, pro, now))
@@ -260,6 +263,17 @@ describe(`chat plans: the ledger in Postgres (${stack.kind})`, () => {
     expect((await ledgerRows(workspace.tenantId)).map((r) => r.request_id)).toContain(
       `${later.requestId}~${later.createdAt}`,
     )
+    // Status and latency reach Postgres on both paths, the renamed row's included.
+    const logged = await withDatabase((db) =>
+      db.execute<{ request_id: string; status: number | null; latency_ms: number | null }>(
+        sql`select request_id, status, latency_ms from usage_ledger where tenant_id = ${workspace.tenantId}::uuid and principal <> 'seed' order by latency_ms, request_id`,
+      ),
+    )
+    expect(logged.rows.map((r) => [r.request_id, r.status, r.latency_ms])).toEqual([
+      [entries[0]!.requestId, 200, 100],
+      [`${later.requestId}~${later.createdAt}`, 200, 100],
+      [entries[1]!.requestId, 200, 200],
+    ])
   })
 
   it('two requests sent with the same x-request-id are both metered', async () => {

@@ -20,7 +20,7 @@ import { ensureWorkspace } from '../../scripts/db/seed.ts'
 import { generateApiKey } from '../../shared/auth/api-keys.ts'
 import { generatePassword, setUserPassword } from '../../shared/auth/user-passwords.ts'
 import { type Browser, launchBrowser } from '../support/browser.ts'
-import { withDatabase } from './chat-fixtures.ts'
+import { tag, upstream, withDatabase } from './chat-fixtures.ts'
 
 const stack = inject('stack')
 const url = (p: string) => `${stack.baseUrl}${p}`
@@ -336,6 +336,16 @@ describe('console: usage', () => {
       .toContain(ids[2])
     const content = (await page.locator('table').last().textContent()) ?? ''
     for (const id of ids) expect(content).toContain(id)
+    // Each row shows the status its client received and the latency the chat worker measured.
+    const headers = await page.locator('table').last().locator('thead th').allTextContents()
+    const column = (name: string) => headers.indexOf(name)
+    expect(column('Status')).toBeGreaterThan(0)
+    expect(column('Latency')).toBeGreaterThan(0)
+    for (const id of ids) {
+      const cells = page.locator('table').last().locator('tbody tr', { hasText: id }).locator('td')
+      expect(await cells.nth(column('Status')).textContent(), id).toBe('200')
+      expect(await cells.nth(column('Latency')).textContent(), id).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+    }
     expect(
       await page.locator('svg[data-chart=usage-tokens] rect[data-series=svc-cell]').count(),
     ).toBeGreaterThan(0)
@@ -359,6 +369,52 @@ describe('console: usage', () => {
     await page.getByRole('button', { name: 'Apply' }).click()
     await page.waitForURL(new RegExp(`key_id=${another}`))
     expect(await page.locator('table').last().textContent()).toContain('No metered requests yet.')
+  })
+
+  it('a live stream that ended in an error event after its 200 head is logged as 502, with its latency', async () => {
+    const marker = tag('console-502')
+    await upstream.script({
+      match: { contains: marker },
+      fault: { kind: 'error_event', afterChunks: 2 },
+      times: 1,
+    })
+    const res = await fetch(url('/svc/chat/completions'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ws.liveKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'svc-cell',
+        stream: true,
+        messages: [{ role: 'user', content: `Tell me a story ${marker}` }],
+      }),
+    })
+    expect(res.status).toBe(200)
+    const events = await res.text()
+    expect(events).toContain('"type":"upstream_error"')
+    expect(events).not.toContain('[DONE]')
+    const requestId = res.headers.get('x-request-id') ?? ''
+    try {
+      await page.goto(url('/console/usage?days=7'))
+      await page.getByRole('button', { name: 'Live', exact: true }).click()
+      await page.waitForURL(/\/console\/usage/)
+      const log = page.locator('table').last()
+      await expect
+        .poll(
+          async () => {
+            await page.goto(url('/console/usage?days=7'))
+            return log.textContent()
+          },
+          { timeout: 15_000 },
+        )
+        .toContain(requestId)
+      const headers = await log.locator('thead th').allTextContents()
+      const cells = log.locator('tbody tr', { hasText: requestId }).locator('td')
+      expect(await cells.nth(headers.indexOf('Status')).textContent()).toBe('502')
+      expect(await cells.nth(headers.indexOf('Latency')).textContent()).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+      await shots('usage-live')
+    } finally {
+      await page.getByRole('button', { name: 'Test', exact: true }).click()
+      await page.waitForURL(/\/console\/usage/)
+    }
   })
 })
 

@@ -135,6 +135,8 @@ describe('chat worker: deployments without a model provider', () => {
         prompt_tokens: body.usage.prompt_tokens,
         completion_tokens: body.usage.completion_tokens,
         estimated: 0,
+        status: 200,
+        latency_measured: true,
       },
     ])
     await waitOnExecutionContext(ctx)
@@ -160,6 +162,8 @@ describe('chat worker: deployments without a model provider', () => {
         prompt_tokens: usage.usage.prompt_tokens,
         completion_tokens: usage.usage.completion_tokens,
         estimated: 0,
+        status: 200,
+        latency_measured: true,
       },
     ])
     await waitOnExecutionContext(ctx)
@@ -176,6 +180,9 @@ async function ledgerRows(who: Identity) {
     prompt_tokens: row.promptTokens,
     completion_tokens: row.completionTokens,
     estimated: row.estimated ? 1 : 0,
+    status: row.status,
+    // Measured by this worker from admission to the settle (0 is possible: workerd's clock moves on I/O).
+    latency_measured: typeof row.latencyMs === 'number' && row.latencyMs >= 0,
   }))
 }
 

@@ -25,10 +25,11 @@ import type { ModelAlias } from '../../../shared/catalog/model-aliases'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import { type MeterGrant, openMeter } from '../../../shared/metering/metering-client'
+import { outcomeStatus, type WorkOutcome } from '../../../shared/metering/request-status'
 import { checkChatEntitlements } from '../../../shared/plans/entitlements'
 import { resolvePlan } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError, type UpgradeDecision } from '../../../shared/plans/upgrade-decision'
-import type { StreamOutcome } from '../../../shared/providers/chat-chunks'
+import type { StreamOutcome, StreamStatus } from '../../../shared/providers/chat-chunks'
 import { type ChatMode, createChatCompletion } from '../../../shared/providers/chat-completions'
 import {
   type ChatCompletion,
@@ -130,6 +131,14 @@ function paramFor(decision: UpgradeDecision): string | null {
 
 const RATE_LIMIT_HEADER = 'x-ratelimit-limit-requests'
 
+/** How a stream's end reads in the request log (shared/metering/request-status.ts). */
+const STREAM_OUTCOMES: Record<StreamStatus, WorkOutcome> = {
+  completed: 'completed',
+  upstream_error: 'failed',
+  upstream_cut: 'failed',
+  client_cancelled: 'cancelled',
+}
+
 /** The tenant's current x-ratelimit-* counters, for answers the limiter did not decide. */
 function currentLimits(env: ChatEnv, identity: Identity): Promise<Record<string, string>> {
   return openMeter(env.RATE_LIMITER, identity, 'chat.completions').headers()
@@ -215,6 +224,7 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
       usage: outcome.usage,
       estimated: outcome.usageSource === 'estimated',
       provider,
+      status: outcomeStatus(STREAM_OUTCOMES[outcome.status]),
     })
     return streamSettle
   }
@@ -232,8 +242,11 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
       beforeStreamEnd: (outcome, target) => settleStream(outcome, target.providerId),
     })
   } catch (err) {
-    executionCtx.waitUntil(meter.settle(grant, { usage: null, estimated: false, provider: 'none' }))
-    throw withHeaders(err, grant.headers)
+    const error = withHeaders(err, grant.headers)
+    executionCtx.waitUntil(
+      meter.settle(grant, { usage: null, estimated: false, provider: 'none', status: error.status }),
+    )
+    throw error
   }
 
   if (result.kind === 'json') {
@@ -241,6 +254,7 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
       usage: result.usage,
       estimated: result.usageSource === 'estimated',
       provider: result.target.providerId,
+      status: 200,
     })
     return { kind: 'json', completion: result.completion, headers: grant.headers }
   }

@@ -1,8 +1,8 @@
 /**
  * Usage as the console charts it, from the usage ledger (one row per metered request, written by
  * the RateLimiter within RATE_LIMIT_LEDGER_FLUSH_MS): per day, model and mode over the last `days`
- * (GET /platform/v1/usage), and the requests themselves, newest first (GET
- * /platform/v1/usage/requests). Both filter by mode and by API key; a member sees only what its
+ * (GET /platform/v1/usage), and the requests themselves, newest first, with the status their
+ * client received and their latency (GET /platform/v1/usage/requests). Both filter by mode and by API key; a member sees only what its
  * own credential used. Every query is scoped by the caller's tenant.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
@@ -103,7 +103,8 @@ export function usageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       method: 'get',
       path: '/platform/v1/usage/requests',
       tags: TAGS,
-      summary: 'The metered requests, newest first: request id, endpoint, model, tokens, credits',
+      summary:
+        'The metered requests, newest first: request id, endpoint, model, status, latency, tokens, credits',
       request: { query: UsageRequestsQuerySchema },
       responses: {
         200: { description: 'Requests', content: { 'application/json': { schema: UsageRequestListSchema } } },
@@ -135,6 +136,8 @@ export function usageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
         unit: r.unit,
         credits_cents: Number(r.creditsCents),
         estimated: r.estimated,
+        status: r.status,
+        latency_ms: r.latencyMs,
         created_at: r.createdAt.toISOString(),
       }))
       return c.json({ object: 'list' as const, data, has_more: rows.length > query.limit }, 200)

@@ -156,7 +156,20 @@ export const UsageRequestSchema = z.object({
   quantity: z.number(),
   unit: z.string(),
   credits_cents: z.number(),
-  estimated: z.boolean(),
+  estimated: z.boolean().openapi({
+    description:
+      'The usage was counted with the tokenizer (the stream was cut, or the provider reported none)',
+  }),
+  status: z.number().int().nullable().openapi({
+    description:
+      'The HTTP status the client received. A stream or job whose answer began before its outcome was known records the outcome: 200 completed, 502 ended in an error event or failed, 499 cancelled by the client. null: the request never ended (billed from its last checkpoint, estimated) or was recorded before this field existed',
+    example: 200,
+  }),
+  latency_ms: z.number().int().nullable().openapi({
+    description:
+      'Milliseconds from admission to the end of the request (a stream: its last byte; a job: its end), measured by the worker that served it. null when status is null',
+    example: 412,
+  }),
   created_at: z.string(),
 })
 

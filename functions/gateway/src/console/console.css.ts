@@ -86,6 +86,9 @@ button[disabled]{opacity:.6;cursor:not-allowed}
 .badge.active,.badge.allowed,.badge.logged-ok{background:#e7f5ec;color:#14532d;border-color:#8fcaa3}
 .badge.expiring,.badge.logged,.badge.audit{background:#fff4e0;color:#6b4500;border-color:#e7b766}
 .badge.revoked,.badge.expired,.badge.blocked,.badge.enforce{background:#fdecea;color:#a4211a;border-color:#f1a7a0}
+.badge.status-2xx{background:#e7f5ec;color:#14532d;border-color:#8fcaa3}
+.badge.status-4xx{background:#fff4e0;color:#6b4500;border-color:#e7b766}
+.badge.status-5xx{background:#fdecea;color:#a4211a;border-color:#f1a7a0}
 .badge.test{background:#eef0ff;color:#3730a3;border-color:#b8bdf5}
 .badge.live{background:#e3ecfb;color:#0b3d91;border-color:#9db8ec}
 .verify-result{display:block;margin-top:.35rem;font-size:.88rem}

@@ -140,6 +140,13 @@ export function formatNumber(n: number): string {
   return n.toLocaleString('en-US')
 }
 
+/** A latency as people read it: 412 ms, 3.25 s, 74.1 s; null (not measured) is "—". */
+export function formatLatency(ms: number | null): string {
+  if (ms === null) return '—'
+  if (ms < 1000) return `${ms} ms`
+  return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`
+}
+
 export function formatCents(cents: number): string {
   return `$${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 4 })}`
 }

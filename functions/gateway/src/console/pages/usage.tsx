@@ -1,17 +1,34 @@
 /**
  * Usage: tokens, requests and credits per day and model as charts, filterable by period and API
- * key in the current mode, and the request log (request id, endpoint, model, tokens, credits).
+ * key in the current mode, and the request log (request id, endpoint, model, status, latency,
+ * tokens, credits).
  */
 import type { Hono } from 'hono'
 import { BarChart, lastDays, TotalsChart, toSeries } from '../charts'
 import { DataTable } from '../components'
 import { type ConsoleApp, frameOf, html } from '../console.app'
-import { Frame, formatCents, formatDate, formatNumber, Notice } from '../layout'
+import { Frame, formatCents, formatDate, formatLatency, formatNumber, Notice } from '../layout'
 import type { UsageReport, UsageRequests } from './billing-types'
 
 const PERIODS = [7, 14, 30, 90] as const
 const dollars = (cents: number) => `$${Number((cents / 100).toPrecision(3))}`
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/**
+ * The status the client received (docs/plans.md, "The request log"). null: the request never
+ * ended (its isolate went away mid-stream) and was billed from its last checkpoint, or the row
+ * predates statuses.
+ */
+function RequestStatus({ status }: { status: number | null }) {
+  if (status === null)
+    return <span title="No final status: billed from the request's last checkpoint">—</span>
+  const meaning = status === 499 ? 'cancelled by the client' : status < 400 ? 'succeeded' : 'failed'
+  return (
+    <span class={`badge status-${Math.min(5, Math.floor(status / 100))}xx`} title={meaning}>
+      {status}
+    </span>
+  )
+}
 
 export function usagePages(app: Hono<ConsoleApp>): void {
   app.get('/usage', async (c) => {
@@ -132,6 +149,7 @@ export function usagePages(app: Hono<ConsoleApp>): void {
             'Endpoint',
             'Model',
             'Status',
+            { label: 'Latency', num: true },
             { label: 'Tokens in / out', num: true },
             { label: 'Credits', num: true },
             'Key',
@@ -146,11 +164,15 @@ export function usagePages(app: Hono<ConsoleApp>): void {
               </td>
               <td>{r.endpoint}</td>
               <td>{r.model}</td>
-              <td>{r.estimated ? 'cut short (estimated)' : 'completed'}</td>
+              <td>
+                <RequestStatus status={r.status} />
+              </td>
+              <td class="num nowrap">{formatLatency(r.latency_ms)}</td>
               <td class="num">
                 {r.unit === 'tokens'
                   ? `${formatNumber(r.prompt_tokens)} / ${formatNumber(r.completion_tokens)}`
                   : `${formatNumber(r.quantity)} ${r.unit}`}
+                {r.estimated ? ' (estimated)' : ''}
               </td>
               <td class="num">{formatCents(r.credits_cents)}</td>
               <td>{keyName.get(r.principal) ?? r.principal}</td>

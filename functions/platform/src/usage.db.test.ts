@@ -1,0 +1,127 @@
+/**
+ * The request log as the console reads it (GET /platform/v1/usage/requests), against Postgres:
+ * each row's status and latency as the RateLimiter flushed them (null for a request billed from
+ * its last checkpoint and for rows older than the columns), the answer in the shape OpenAPI
+ * documents, and scoped to the caller's tenant and, for a member, to their own credential.
+ */
+import { describe, expect, it } from 'vitest'
+import { flushLedger } from '../../../durable-objects/rate-limiter/metering-store'
+import { usageLedger } from '../../../shared/db/schema'
+import type { LedgerEntry } from '../../../shared/metering/metering.schemas'
+import { getPlan, PLAN_CATALOG } from '../../../shared/plans/plan-catalog'
+import type { Identity } from '../../../shared/worker/request-context'
+import { createTenant, databaseEnv, withTestDatabase } from '../../../test/unit/database'
+import { apiKeyIdentity, callFamily } from '../../../test/unit/family-call'
+import PlatformWorker from './index'
+import { UsageRequestListSchema } from './workspace.schemas'
+
+const pro = getPlan('pro', PLAN_CATALOG)!
+
+const requests = async (identity: Identity, query = '') => {
+  const res = await callFamily(PlatformWorker, databaseEnv, `/platform/v1/usage/requests${query}`, {
+    identity,
+  })
+  expect(res.status, await res.clone().text()).toBe(200)
+  // Parsed by the schema the OpenAPI document is generated from: the answer is what it documents.
+  return UsageRequestListSchema.parse(await res.json())
+}
+
+function entry(requestId: string, keyId: string, at: number, ended: Partial<LedgerEntry> = {}): LedgerEntry {
+  return {
+    reservationId: crypto.randomUUID(),
+    requestId,
+    createdAt: at,
+    principal: `key:${keyId}`,
+    mode: 'test',
+    endpoint: 'chat.completions',
+    model: 'svc-cell',
+    provider: 'svc-test-mode',
+    promptTokens: 12,
+    completionTokens: 30,
+    cachedTokens: 0,
+    reasoningTokens: 0,
+    unit: 'tokens',
+    quantity: 42,
+    creditsUnits: 0,
+    estimated: false,
+    status: 200,
+    latencyMs: 412,
+    ...ended,
+  }
+}
+
+describe('GET /platform/v1/usage/requests: status and latency', () => {
+  it("lists each request with the status its client received and its latency, the tenant's own only", async () => {
+    const tenantId = await createTenant()
+    const otherTenant = await createTenant()
+    const keyId = crypto.randomUUID()
+    const now = Date.now()
+    await withTestDatabase(async (db) => {
+      await flushLedger(
+        db,
+        tenantId,
+        'test',
+        [
+          entry('req-ok', keyId, now - 3_000),
+          entry('req-failed-stream', keyId, now - 2_000, { status: 502, latencyMs: 9_001 }),
+          // Billed from its last checkpoint: it never ended.
+          entry('req-orphan', keyId, now - 1_000, { status: null, latencyMs: null, estimated: true }),
+        ],
+        pro,
+        now,
+      )
+      await flushLedger(db, otherTenant, 'test', [entry('req-elsewhere', keyId, now - 500)], pro, now)
+      // A row written before the columns existed, as the migration leaves it.
+      await db.insert(usageLedger).values({
+        tenantId,
+        requestId: 'req-before-columns',
+        principal: `key:${keyId}`,
+        mode: 'test',
+        endpoint: 'chat.completions',
+        model: 'svc-cell',
+        provider: 'svc-test-mode',
+        promptTokens: 1,
+        completionTokens: 1,
+        creditsCents: '0',
+        createdAt: new Date(now - 4_000),
+      })
+    })
+
+    const list = await requests(apiKeyIdentity({ tenantId }))
+    expect(list.data.map((r) => [r.request_id, r.status, r.latency_ms, r.estimated])).toEqual([
+      ['req-orphan', null, null, true],
+      ['req-failed-stream', 502, 9_001, false],
+      ['req-ok', 200, 412, false],
+      ['req-before-columns', null, null, false],
+    ])
+    expect((await requests(apiKeyIdentity({ tenantId: otherTenant }))).data.map((r) => r.request_id)).toEqual(
+      ['req-elsewhere'],
+    )
+  })
+
+  it("a member sees the status and latency of their own credential's requests only", async () => {
+    const tenantId = await createTenant()
+    const mine = crypto.randomUUID()
+    const colleague = crypto.randomUUID()
+    const now = Date.now()
+    await withTestDatabase((db) =>
+      flushLedger(
+        db,
+        tenantId,
+        'test',
+        [
+          entry('req-mine', mine, now - 2_000, { latencyMs: 77 }),
+          entry('req-theirs', colleague, now - 1_000),
+        ],
+        pro,
+        now,
+      ),
+    )
+    const member = apiKeyIdentity({ tenantId, keyId: mine, role: 'member' })
+    expect((await requests(member)).data.map((r) => [r.request_id, r.status, r.latency_ms])).toEqual([
+      ['req-mine', 200, 77],
+    ])
+    // Asking for the colleague's key by id does not widen a member's view.
+    expect((await requests(member, `?key_id=${colleague}`)).data).toEqual([])
+  })
+})
