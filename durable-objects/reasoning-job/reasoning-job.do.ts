@@ -3,12 +3,15 @@
  * home of the job's state machine (docs/reasoning-jobs.md):
  *
  *   queued → generating_candidates → scoring → selecting → completed | classical_fallback
- *                      └──────────────┴──────────┴──→ failed            queued → cancelled
+ *                      └──────────────┴──────────┴──→ failed
+ *   queued, generating_candidates, scoring, selecting (nothing sent to hardware) → cancelled
  *   managed_qpu, byopa_managed:          selecting → awaiting_qpu → completed | classical_fallback
  *
  * - Append state first, then act: every transition is written to SQLite together with the due
  *   work it implies (one implicit transaction), then the object acts (calls models, writes the
- *   Postgres index, settles metering). A crash at any point leaves the due work in storage; the
+ *   Postgres index, settles metering). A DELETE may land while a step awaits (events interleave at
+ *   await points): every step stores what it got only while the job is still in the state it
+ *   started from (`stillAt`), so a cancelled job never moves on or gains late candidates. A crash at any point leaves the due work in storage; the
  *   alarm runs it again, and every step is idempotent: a candidate or a verdict is stored once
  *   (its slot), a step only runs for the slots still empty, metering settles once per reservation.
  * - One alarm drives the due-work table (`advance`, `record_sync`, `meter_settle`), re-armed to
@@ -132,6 +135,13 @@ const NO_TOKENS = {
   cachedTokens: 0,
   reasoningTokens: 0,
 }
+/** Where a DELETE cancels: the classical steps, before anything is sent to real hardware. */
+const CANCELLABLE: ReadonlySet<JobStatus> = new Set([
+  'queued',
+  'generating_candidates',
+  'scoring',
+  'selecting',
+])
 /** Plan refusals of the real_qpu reservation that mean the allowance (or what pays beyond it) is spent. */
 const ALLOWANCE_REFUSALS = new Set([
   'tier_allowance_exhausted',
@@ -297,8 +307,11 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   }
 
   /**
-   * DELETE: a queued job is cancelled (its reservation released); a finished job has its content
-   * erased (metadata, digests and scores kept); a started job is left alone (409).
+   * DELETE: a job in a classical step (queued, generating_candidates, scoring, selecting before any
+   * hardware reservation) is cancelled at once, its reservation released (as a failed job's); a
+   * model call still in flight is abandoned: its answer is dropped when it arrives (`stillAt`). A
+   * finished job has its content erased (metadata, digests and scores kept). An awaiting_qpu job is
+   * left alone (409): its request is out at the provider and settles on its own.
    */
   async remove(caller: JobCaller): Promise<JobReply> {
     try {
@@ -312,7 +325,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         )
       }
       const now = this.now()
-      if (job.status === 'queued') {
+      if (CANCELLABLE.has(job.status) && this.qpu.record() === null) {
+        // Recorded first: a step awaiting a model call sees it when it resumes and stores nothing.
         this.commit({ status: 'cancelled', completed_at: now, next_attempt_at: null }, now)
         this.store.unschedule('advance')
         this.store.schedule('meter_settle', now)
@@ -326,7 +340,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         throw new AppError(
           409,
           'job_started',
-          `The job is ${job.status.replaceAll('_', ' ')}: execution has started, so it can no longer be cancelled safely. Wait until it ends, then DELETE it again to erase its content.`,
+          `The job is ${job.status.replaceAll('_', ' ')}: its quantum hardware request was sent to the provider, so it can no longer be cancelled safely. Wait until it ends (completed or classical_fallback), then DELETE it again to erase its content.`,
         )
       }
       await this.armAlarm()
@@ -533,6 +547,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     const cipher = await this.cipher(job)
     const context = this.modelContext(job)
     const withLogprobs = SCORING_METHOD_OF[job.model] === 'hive_logprob'
+    if (!this.stillAt(job)) return
     const failures: CallFailure[] = []
     // Each candidate is stored as soon as it arrives: a crash mid-step redoes only the missing ones.
     await Promise.all(
@@ -545,6 +560,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         const { text, logprobs, finishReason, usage, provider } = result.value
         const digest = `sha256:${sha256Hex(text)}`
         const sealed = await cipher.seal(candidateName(idx), text)
+        // Cancelled while the call ran: the answer is dropped (nothing more is stored or billed).
+        if (!this.stillAt(job)) return
         this.store.addCandidate({
           idx,
           text: sealed,
@@ -557,6 +574,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         })
       }),
     )
+    if (!this.stillAt(job)) return
     if (failures.length > 0) return this.stepFailed(job, failures)
     this.commit({ status: 'scoring', attempt_count: 0, next_attempt_at: null }, this.now())
     this.store.schedule('advance', this.now())
@@ -565,6 +583,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   /** scoring: hive_logprob from the stored logprobs; swarm_judge with a judge call per comparison. */
   private async score(job: JobRow): Promise<void> {
     const candidates = await this.openCandidates(job)
+    if (!this.stillAt(job)) return
     if (SCORING_METHOD_OF[job.model] === 'hive_logprob') {
       const scores = hiveScores(candidates.map((c) => ({ text: c.content, logprobs: c.logprobs_json })))
       for (const [i, score] of scores.entries()) this.store.setEvidence(candidates[i]!.idx, { ...score })
@@ -586,6 +605,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
             failures.push(result.failure)
             return
           }
+          if (!this.stillAt(job)) return
           this.store.addVerdict({
             comparison: comparisonKey(c),
             first: c.first,
@@ -597,6 +617,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
           })
         }),
       )
+      if (!this.stillAt(job)) return
       if (failures.length > 0) return this.stepFailed(job, failures)
       const verdicts = new Map(this.store.verdicts().map((v) => [v.comparison, v.verdict] as const))
       const scores = swarmScores(candidates.length, verdicts)
@@ -722,6 +743,14 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     this.store.schedule('advance', next)
   }
 
+  /**
+   * Whether the job is still in the state a step read before it awaited: a DELETE landing at an
+   * await point cancels it, and the step must then neither store its results nor move the job on.
+   */
+  private stillAt(job: JobRow): boolean {
+    return this.store.job()?.status === job.status
+  }
+
   /** A state change, and the index write it implies (due now). */
   private commit(change: JobChange, now: number): void {
     this.store.update(change, now)
@@ -790,6 +819,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         catalog,
       )
     } catch (err) {
+      // Cancelled while the reservation was asked for: whatever happened there, the job is over.
+      if (!this.stillAt(job)) return
       if (err instanceof AppError && err.code === 'feature_required') {
         return this.finishClassical('quantum_not_enabled', { code: err.code, message: err.message })
       }
@@ -822,6 +853,13 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       metadata: { svc_job_id: job.job_id, svc_attempt: QPU_ATTEMPT_ID },
       since: now,
     })
+    if (!this.stillAt(job)) {
+      // Cancelled while the reservation was asked for: nothing goes to the provider; the attempt
+      // is stored (never dispatched) only so that qpu_settle releases its grant, once.
+      this.qpu.create(attempt, grant)
+      this.store.schedule('qpu_settle', now)
+      return
+    }
     this.qpu.create(attempt, grant)
     this.commit(
       { status: 'awaiting_qpu', real_request_status: 'reserved', attempt_count: 0, next_attempt_at: null },
