@@ -79,7 +79,8 @@ afterEach(() => {
 async function settledFlag(handle: { stub: DurableObjectStub<ReasoningJob> }): Promise<number> {
   return runInDurableObject(
     handle.stub,
-    (_i: ReasoningJob, state) => state.storage.sql.exec<{ settled: number }>(`SELECT settled FROM job`).one().settled,
+    (_i: ReasoningJob, state) =>
+      state.storage.sql.exec<{ settled: number }>(`SELECT settled FROM job`).one().settled,
   )
 }
 
@@ -257,7 +258,9 @@ describe('DELETE', () => {
     expect(upstream.requests).toHaveLength(asked)
     expect(settles.of(handle.jobId)).toBe(1)
     expect(await settledFlag(handle)).toBe(1)
-    expect((await ledgerRows(identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId))).toHaveLength(0)
+    expect(
+      (await ledgerRows(identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId)),
+    ).toHaveLength(0)
     expect((await indexRow(handle.jobId))?.status).toBe('cancelled')
   })
 
@@ -289,7 +292,9 @@ describe('DELETE', () => {
     expect(upstream.requests).toHaveLength(4)
     expect(settles.of(handle.jobId)).toBe(1)
     expect(await settledFlag(handle)).toBe(1)
-    expect((await ledgerRows(identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId))).toHaveLength(0)
+    expect(
+      (await ledgerRows(identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId)),
+    ).toHaveLength(0)
     expect((await indexRow(handle.jobId))?.status).toBe('cancelled')
 
     // A second DELETE erases the cancelled job's content, as for any finished job.

@@ -66,6 +66,7 @@ import {
   signReceipt,
 } from './inference-receipt'
 import {
+  CANCELLABLE_STATUSES,
   isTerminal,
   type JobCreateRequest,
   type JobStatus,
@@ -135,13 +136,6 @@ const NO_TOKENS = {
   cachedTokens: 0,
   reasoningTokens: 0,
 }
-/** Where a DELETE cancels: the classical steps, before anything is sent to real hardware. */
-const CANCELLABLE: ReadonlySet<JobStatus> = new Set([
-  'queued',
-  'generating_candidates',
-  'scoring',
-  'selecting',
-])
 /** Plan refusals of the real_qpu reservation that mean the allowance (or what pays beyond it) is spent. */
 const ALLOWANCE_REFUSALS = new Set([
   'tier_allowance_exhausted',
@@ -325,7 +319,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         )
       }
       const now = this.now()
-      if (CANCELLABLE.has(job.status) && this.qpu.record() === null) {
+      if (CANCELLABLE_STATUSES.includes(job.status) && this.qpu.record() === null) {
         // Recorded first: a step awaiting a model call sees it when it resumes and stores nothing.
         this.commit({ status: 'cancelled', completed_at: now, next_attempt_at: null }, now)
         this.store.unschedule('advance')

@@ -446,7 +446,11 @@ describe('DELETE of a real-hardware job', { timeout: 30_000 }, () => {
     await runDueNow(handle)
     await runDueNow(handle)
     const job = await jobOf(handle)
-    expect(job).toMatchObject({ status: 'cancelled', real_request_status: 'not_requested', used_real_qubits: false })
+    expect(job).toMatchObject({
+      status: 'cancelled',
+      real_request_status: 'not_requested',
+      used_real_qubits: false,
+    })
     expect(job.selected_index).toBeUndefined()
     expect(queue).toEqual([])
     expect(await control.providerJobs(handle.jobId)).toHaveLength(0)
@@ -458,7 +462,9 @@ describe('DELETE of a real-hardware job', { timeout: 30_000 }, () => {
     expect(settledQpu).toBe(1)
     expect(limiter.settled.filter((r) => r === `reasoning-job:${handle.jobId}:qpu`)).toHaveLength(1)
     expect(limiter.settled.filter((r) => r === `reasoning-job:${handle.jobId}`)).toHaveLength(1)
-    expect((await ledgerRows(handle.identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId))).toHaveLength(0)
+    expect(
+      (await ledgerRows(handle.identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId)),
+    ).toHaveLength(0)
   })
 })
 
