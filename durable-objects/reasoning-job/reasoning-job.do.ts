@@ -321,7 +321,16 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       const now = this.now()
       if (CANCELLABLE_STATUSES.includes(job.status) && this.qpu.record() === null) {
         // Recorded first: a step awaiting a model call sees it when it resumes and stores nothing.
-        this.commit({ status: 'cancelled', completed_at: now, next_attempt_at: null }, now)
+        // A job that had started ends like a failed one (committed: nothing more will happen).
+        this.commit(
+          {
+            status: 'cancelled',
+            completed_at: now,
+            next_attempt_at: null,
+            ...(job.status === 'queued' ? {} : { outcome_state: 'committed' as const }),
+          },
+          now,
+        )
         this.store.unschedule('advance')
         this.store.schedule('meter_settle', now)
       } else if (isTerminal(job.status)) {
