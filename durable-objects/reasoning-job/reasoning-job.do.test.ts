@@ -250,7 +250,11 @@ describe('DELETE', () => {
     const settles = countSettles()
 
     const cancelled = unwrap((await handle.stub.remove(callerOf(identity))) as JobReply)
-    expect(cancelled).toMatchObject({ status: 'cancelled', next_attempt_at: null, outcome_state: 'committed' })
+    expect(cancelled).toMatchObject({
+      status: 'cancelled',
+      next_attempt_at: null,
+      outcome_state: 'committed',
+    })
     expect(cancelled.completed_at).not.toBeNull()
     const job = await driveToEnd(handle)
     expect(job.status).toBe('cancelled')
