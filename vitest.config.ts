@@ -2,7 +2,7 @@ import path from 'node:path'
 import { cloudflareTest } from '@cloudflare/vitest-plugin'
 import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 import { defineConfig } from 'vitest/config'
-import { bundleWorker } from './scripts/workers.ts'
+import { bundleWorker, workerBundleCache } from './scripts/workers.ts'
 
 /** A fresh private JWK in the JWT_SIGNING_KEYS format, for the Durable Object test projects. */
 async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise<JsonWebKey | object> {
@@ -35,8 +35,9 @@ export default defineConfig(async () => {
   // The chat and code workers bind the RateLimiter that the metering worker hosts
   // (script_name = "svc-metering"), so their Durable Object tests run with the real metering
   // worker beside them.
+  const cache = await workerBundleCache()
   const meteringBundle = path.resolve('.data/vitest-aux/svc-metering/index.js')
-  await bundleWorker(path.resolve('functions/metering/src/index.ts'), meteringBundle)
+  await bundleWorker(path.resolve('functions/metering/src/index.ts'), meteringBundle, { cache })
   const meteringWorker = {
     name: 'svc-metering',
     modules: true,
@@ -48,8 +49,24 @@ export default defineConfig(async () => {
   // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
   const authBundle = path.resolve('.data/vitest-aux/svc-auth/index.js')
   const platformBundle = path.resolve('.data/vitest-aux/svc-platform/index.js')
-  await bundleWorker(path.resolve('functions/platform/src/index.ts'), platformBundle)
-  await bundleWorker(path.resolve('functions/auth/src/index.ts'), authBundle)
+  await bundleWorker(path.resolve('functions/platform/src/index.ts'), platformBundle, { cache })
+  await bundleWorker(path.resolve('functions/auth/src/index.ts'), authBundle, { cache })
+  // The code worker hosts the AgentRun objects the platform worker binds (the admin cancel).
+  const codeBundle = path.resolve('.data/vitest-aux/svc-code/index.js')
+  await bundleWorker(path.resolve('functions/code/src/index.ts'), codeBundle, { cache })
+  /** The code worker beside a test worker, its runs indexed in `database` and metered beside it. */
+  const codeWorker = (database: Record<string, string>) => ({
+    name: 'svc-code',
+    modules: true,
+    scriptPath: codeBundle,
+    compatibilityDate: '2026-10-01',
+    compatibilityFlags: ['nodejs_compat'],
+    bindings: database,
+    durableObjects: {
+      AGENT_RUN: { className: 'AgentRun', useSQLite: true },
+      RATE_LIMITER: { className: 'RateLimiter', scriptName: 'svc-metering' },
+    },
+  })
   const keys = async (algs: readonly ('EdDSA' | 'ML-DSA-44' | 'ML-DSA-65')[]) =>
     JSON.stringify(await Promise.all(algs.map(testPrivateJwk)))
   const logSigningKeys = await keys(['EdDSA', 'ML-DSA-44'])
@@ -88,9 +105,15 @@ export default defineConfig(async () => {
                 compatibilityDate: '2026-10-01',
                 compatibilityFlags: ['nodejs_compat'],
                 bindings: { ...inject('unitDatabase') },
-                // Families record security events in the audit logs the platform worker hosts.
-                durableObjects: { AUDIT_LOG: { className: 'AuditLog', scriptName: 'svc-platform' } },
+                // Families record security events in the audit logs the platform worker hosts; the
+                // platform's agent-run routes reach the runs of the code worker.
+                durableObjects: {
+                  AUDIT_LOG: { className: 'AuditLog', scriptName: 'svc-platform' },
+                  AGENT_RUN: { className: 'AgentRun', scriptName: 'svc-code' },
+                },
                 workers: [
+                  codeWorker(inject('unitDatabase') as Record<string, string>),
+                  { ...meteringWorker, bindings: { ...inject('unitDatabase') } as Record<string, string> },
                   {
                     name: 'svc-platform',
                     modules: true,
@@ -132,15 +155,17 @@ export default defineConfig(async () => {
           },
         },
         {
+          // Runs are indexed in Postgres (the unit database).
           plugins: [
-            cloudflareTest({
+            cloudflareTest(({ inject }) => ({
               wrangler: { configPath: 'functions/code/wrangler.toml' },
-              miniflare: { workers: [meteringWorker] },
-            }),
+              miniflare: { bindings: { ...inject('unitDatabase') }, workers: [meteringWorker] },
+            })),
           ],
           test: {
             name: 'do-code',
             include: ['durable-objects/agent-run/**/*.do.test.ts', 'functions/code/**/*.do.test.ts'],
+            globalSetup: ['test/support/unit-database.setup.ts'],
             passWithNoTests: true,
           },
         },
@@ -191,7 +216,10 @@ export default defineConfig(async () => {
               wrangler: { configPath: 'functions/platform/wrangler.toml' },
               miniflare: {
                 bindings: { LOG_SIGNING_KEYS: logSigningKeys },
+                // The wrangler config binds the AgentRun objects of the code worker.
                 workers: [
+                  codeWorker({}),
+                  meteringWorker,
                   {
                     name: 'svc-auth',
                     modules: true,

@@ -25,7 +25,7 @@ import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
 import { startWsBridge } from './db/ws-bridge.ts'
 import { startWorkerd } from './workerd-runtime.ts'
-import { bundleDigest, bundleWorker, ROOT, workerConfigPaths } from './workers.ts'
+import { bundleDigest, bundleWorker, ROOT, workerBundleCache, workerConfigPaths } from './workers.ts'
 
 export type StackRuntime = 'miniflare' | 'workerd'
 
@@ -78,12 +78,13 @@ export async function buildWorkers(
     scriptPath: string
     workerOptions: ReturnType<typeof unstable_getMiniflareWorkerOptions>['workerOptions']
   }[] = []
+  const cache = await workerBundleCache()
   for (const configPath of workerConfigPaths()) {
     const config = unstable_readConfig({ config: path.join(ROOT, configPath) })
     const { workerOptions, main } = unstable_getMiniflareWorkerOptions(config)
     const name = config.name ?? configPath
     const scriptPath = path.join(buildDir, name, 'index.js')
-    await bundleWorker(main ?? '', scriptPath)
+    await bundleWorker(main ?? '', scriptPath, { cache })
     bundled.push({ config, name, scriptPath, workerOptions })
   }
   // The platform worker attests what runs: the digest of every bundle, itself included.

@@ -7,7 +7,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build, type Plugin } from 'esbuild'
+import { build, version as esbuildVersion, type Plugin } from 'esbuild'
+import { type BundleCache, openBundleCache } from './bundle-cache.ts'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -34,7 +35,7 @@ let validatorsWritten: Promise<void> | null = null
  * browsers (IIFE, minified) and imported as its text. The console serves its client scripts so
  * (functions/gateway/src/console/assets.ts); they are type-checked with tsconfig.client.json.
  */
-const browserScripts: Plugin = {
+const browserScripts = (inputs: Set<string>): Plugin => ({
   name: 'browser-scripts',
   setup(builder) {
     builder.onResolve({ filter: /\?script$/ }, (args) => ({
@@ -52,26 +53,26 @@ const browserScripts: Plugin = {
         minify: true,
         legalComments: 'none',
         logLevel: 'warning',
+        metafile: true,
       })
-      return {
-        contents: result.outputFiles[0]!.text,
-        loader: 'text',
-        watchFiles: Object.keys(result.metafile?.inputs ?? {}),
-      }
+      const watchFiles = Object.keys(result.metafile?.inputs ?? {})
+      for (const file of watchFiles) inputs.add(file)
+      return { contents: result.outputFiles[0]!.text, loader: 'text', watchFiles }
     })
   },
-}
+})
 
 /** Bundles a worker entry for workerd (ESM, Workers conditions, node: and cloudflare: external). */
 export async function bundleWorker(
   entry: string,
   outfile: string,
-  options: { minify?: boolean } = {},
+  options: { minify?: boolean; cache?: BundleCache } = {},
 ): Promise<void> {
-  // Build time: the validators generated from the zod schemas are brought up to date first.
-  validatorsWritten ??= import('./generate-validators.ts').then((m) => m.writeValidators(console.log))
-  await validatorsWritten
-  await build({
+  await validatorsUpToDate()
+  const cache = options.minify ? undefined : options.cache
+  if (cache?.restore(entry, outfile)) return
+  const scriptInputs = new Set<string>()
+  const result = await build({
     entryPoints: [entry],
     outfile,
     bundle: true,
@@ -85,8 +86,25 @@ export async function bundleWorker(
     minify: options.minify ?? false,
     logLevel: 'warning',
     legalComments: 'none',
-    plugins: [rawText, browserScripts],
+    metafile: true,
+    plugins: [rawText, browserScripts(scriptInputs)],
   })
+  cache?.keep(entry, outfile, [...Object.keys(result.metafile.inputs), ...scriptInputs])
+}
+
+/** Build time: the validators generated from the zod schemas are brought up to date first. */
+function validatorsUpToDate(): Promise<void> {
+  validatorsWritten ??= import('./generate-validators.ts').then((m) => m.writeValidators(console.log))
+  return validatorsWritten
+}
+
+/**
+ * The bundle cache for worker bundles built now (scripts/bundle-cache.ts): opened after the
+ * generated validators are written, since they are among the sources.
+ */
+export async function workerBundleCache(): Promise<BundleCache> {
+  await validatorsUpToDate()
+  return openBundleCache(ROOT, `esbuild ${esbuildVersion}`)
 }
 
 /** `import text from 'file?raw'`: the file's text as a string module (as Vite does in the tests). */

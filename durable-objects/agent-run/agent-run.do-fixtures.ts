@@ -4,7 +4,9 @@
  * upstream on the global fetch (the object runs in the test's isolate, so it sees the replacement), and a
  * RateLimiter stand-in for live-key tests (the real one needs Postgres for live balances).
  */
+import { runInDurableObject } from 'cloudflare:test'
 import { env } from 'cloudflare:workers'
+import { vi } from 'vitest'
 import type { AcquireInput, AcquireResult, RateLimitSnapshot, SettleInput } from '../../shared/metering'
 import type { Identity } from '../../shared/worker/request-context'
 import { type AgentEvent, NdjsonEventParser } from './agent-events'
@@ -12,6 +14,19 @@ import type { AgentRunEnv } from './agent-run.context'
 import type { AgentRun, RunOwner, TurnCall } from './agent-run.do'
 import { parseTurnRequest, turnBodyHash } from './turn.schemas'
 import { turnSettingsOf } from './turn-settings'
+
+/** Waits until the run's row in the Postgres index is as new as the run (no index write due). */
+export async function indexWritten(run: RunHandle): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const due = await runInDurableObject(run.object, (_instance: AgentRun, state) =>
+        state.storage.sql.exec(`SELECT 1 FROM due_work WHERE kind = 'index_sync'`).toArray(),
+      )
+      if (due.length > 0) throw new Error('the index write is still due')
+    },
+    { timeout: 5_000, interval: 20 },
+  )
+}
 
 /** The hosting worker's env as the tests see it: the object's env plus its namespace. */
 export const codeEnv = env as unknown as AgentRunEnv & {

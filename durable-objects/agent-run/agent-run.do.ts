@@ -11,8 +11,13 @@
  *   cursor, then live events, and ends after its turn's terminal event. A follower that goes away
  *   changes nothing: the turn runs on, and the client resumes with `cursor`.
  * - One alarm drives the due-work table: turn timeouts, approval expiries, model retries, turns
- *   interrupted by a restart, and turn usage not yet acknowledged by metering. Handlers are
- *   idempotent (alarms are at-least-once).
+ *   interrupted by a restart, turn usage not yet acknowledged by metering, and the run's row in
+ *   the Postgres index (run-index.ts) when it is older than the run. Handlers are idempotent
+ *   (alarms are at-least-once).
+ * - The index: every change a list shows (created, a turn started or ended, cancelled) bumps the index
+ *   version and writes `index_sync` due work in the same transaction; the object then writes the
+ *   row at once (in the background, or before answering a cancel), and while Postgres is down the
+ *   alarm retries it every INDEX_RETRY_MS. The row never moves backwards (it carries the version).
  * - The owner (tenant + principal) is recorded with the first turn; anyone else gets the same
  *   404 as for a run that does not exist.
  */
@@ -22,6 +27,7 @@ import { AppError, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
 import type { Identity } from '../../shared/worker/request-context'
+import { writeIndex } from '../postgres-index'
 import {
   type EventDataOf,
   EventSequencer,
@@ -32,9 +38,10 @@ import {
   ZERO_USAGE,
 } from './agent-events'
 import type { AgentRunEnv } from './agent-run.context'
-import { type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
+import { INDEX_SYNC_REF, type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
 import { type AgentSettings, agentSettingsFromEnv, turnOutputBudget } from './agent-settings'
 import { transcriptMessages } from './model-prompt'
+import { writeRunIndex } from './run-index'
 import type { RunStatus } from './run-status.schemas'
 import { assertAnswersPending, type TurnRequest } from './turn.schemas'
 import { type AnswerResolution, expireApprovals, pendingState, resolveAnswers } from './turn-answers'
@@ -44,6 +51,8 @@ import type { TurnSettings } from './turn-settings'
 
 /** How long after a turn ended (or a failed send) its usage is sent again if not acknowledged. */
 const METER_SETTLE_RETRY_MS = 5_000
+/** How soon a failed index write (Postgres down or busy) is tried again. */
+export const INDEX_RETRY_MS = 5_000
 
 /** Who is asking: the run's owner must match exactly. */
 export interface RunOwner {
@@ -264,6 +273,8 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
         throw err
       }
       await this.armAlarm()
+      // The run (or its new turn) is in the index as soon as Postgres answers; the stream need not wait.
+      void this.syncIndex()
       for (const [name, value] of Object.entries(grant.headers)) response.headers.set(name, value)
       return response
     } catch (err) {
@@ -390,6 +401,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
    * RateLimiter acknowledges, the alarm sends it again (the RateLimiter ignores a repeat).
    */
   turnEnded(turnId: string): void {
+    void this.syncIndex()
     const turn = this.store.turn(turnId)
     if (!turn?.meter_json) return
     this.store.schedule('meter_settle', turnId, this.now() + METER_SETTLE_RETRY_MS)
@@ -423,6 +435,30 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       ...(turn.ended_at === null ? {} : { endedAt: turn.ended_at }),
     })
     if (delivered) this.store.unschedule('meter_settle', turnId)
+    await this.armAlarm()
+  }
+
+  /**
+   * Writes the run's row to the Postgres index; done (unscheduled) when the version written is
+   * still the run's, due again at once when the run changed meanwhile, in INDEX_RETRY_MS when the
+   * write failed. Re-arms the alarm either way.
+   */
+  private async syncIndex(): Promise<void> {
+    const run = this.store.run()
+    if (!run) {
+      this.store.unschedule('index_sync', INDEX_SYNC_REF)
+      return
+    }
+    const turnCount = this.store.turnCount()
+    const written = await writeIndex(
+      this.env,
+      { event: 'agent_run_index_write_failed', ref: { run_id: run.run_id } },
+      (db) => writeRunIndex(db, run, turnCount),
+    )
+    if (!written) this.store.schedule('index_sync', INDEX_SYNC_REF, this.now() + INDEX_RETRY_MS)
+    else if (this.store.run()?.index_version === run.index_version)
+      this.store.unschedule('index_sync', INDEX_SYNC_REF)
+    else this.store.schedule('index_sync', INDEX_SYNC_REF, this.now())
     await this.armAlarm()
   }
 
@@ -518,7 +554,8 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       this.store.setRunState('cancelled', now, null)
       this.store.setCancelReason(reason)
       this.store.clearDueWork()
-      await this.armAlarm()
+      // A list read right after the cancel shows it (Postgres down: the alarm writes it later).
+      await this.syncIndex()
       const after = this.store.run()
       if (!after) throw new Error('the run row vanished')
       return { ok: true, run: this.statusOf(after) }
@@ -601,6 +638,10 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
           this.store.schedule('meter_settle', work.ref, this.now() + METER_SETTLE_RETRY_MS)
           await this.settleTurn(work.ref)
           break
+        case 'index_sync':
+          this.store.schedule('index_sync', work.ref, this.now() + INDEX_RETRY_MS)
+          await this.syncIndex()
+          break
       }
     }
     await this.armAlarm()
@@ -648,7 +689,9 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       if (current !== null) await this.ctx.storage.deleteAlarm()
       return
     }
-    if (current !== next) await this.ctx.storage.setAlarm(next)
+    // Work due at any past time is due now (the runtime refuses an alarm time <= 0).
+    const at = Math.max(next, 1)
+    if (current !== at) await this.ctx.storage.setAlarm(at)
   }
 }
 

@@ -16,7 +16,7 @@
  * | tool_calls  | every tool call the model made, its executor and status                       |
  * | approvals   | approvals asked for, their expiry and how they were resolved                  |
  * | due_work    | what the single alarm must do and when (turn timeout, approval expiry,        |
- * |             | model retry, interrupted turn)                                               |
+ * |             | model retry, interrupted turn, metering settle, the Postgres index write)    |
  */
 import { z } from 'zod'
 import { type MeterGrant, MeterGrantSchema } from '../../shared/metering/metering.schemas'
@@ -30,8 +30,13 @@ import { type TurnSettings, TurnSettingsSchema } from './turn-settings'
 /**
  * 2: `turns.plan_json` became `settings_json` and its `plan_id` became `billing_plan_id` (the
  * word "plan" had four meanings in the agent plane); a version-1 object is migrated in place.
+ * 3: `run.index_version`, the version of the run's row in the Postgres index (agent_runs); an
+ * older object gets the column and an index write, so runs from before the index are listed too.
  */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
+
+/** The `ref` of the one `index_sync` due-work row (there is one run per object). */
+export const INDEX_SYNC_REF = 'run'
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -51,7 +56,8 @@ const DDL = [
     next_id INTEGER NOT NULL DEFAULT 1,
     usage_json TEXT NOT NULL,
     cost_usd REAL NOT NULL DEFAULT 0,
-    cancel_reason TEXT
+    cancel_reason TEXT,
+    index_version INTEGER NOT NULL DEFAULT 0
   )`,
   `CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY,
@@ -128,6 +134,8 @@ export const RunRowSchema = z.object({
   usage_json: json(TokenUsageSchema),
   cost_usd: z.number().min(0),
   cancel_reason: z.string().nullable(),
+  /** Grows with every change the index shows; a write carries it (agent_runs.version). */
+  index_version: z.number().int().min(0),
 })
 export type RunRow = z.infer<typeof RunRowSchema>
 
@@ -222,6 +230,11 @@ export const DUE_WORK_KINDS = [
    * the settle (written with the terminal event, so a crash cannot lose it)
    */
   'meter_settle',
+  /**
+   * the run changed (created, a turn started or ended, cancelled) and its row in the Postgres index
+   * (agent_runs) is older: write it (written with the change; retried while Postgres is down)
+   */
+  'index_sync',
 ] as const
 export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
 
@@ -289,6 +302,16 @@ export class RunStore {
          WHERE json_type(settings_json, '$.plan_id') IS NOT NULL`,
       )
     }
+    if (stored && Number(stored.value) < 3) {
+      // Idempotent: a run table made by this code's DDL already has the column.
+      const columns = this.sql
+        .exec<{ n: number }>(
+          `SELECT count(*) AS n FROM pragma_table_info('run') WHERE name = 'index_version'`,
+        )
+        .one().n
+      if (columns === 0) this.sql.exec(`ALTER TABLE run ADD COLUMN index_version INTEGER NOT NULL DEFAULT 0`)
+      if (this.run()) this.indexChanged(Date.now())
+    }
     this.sql.exec(
       `INSERT INTO schema_meta (key, value) VALUES ('schema_version', ?)
        ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
@@ -318,6 +341,16 @@ export class RunStore {
       run.now,
       JSON.stringify(run.usage),
     )
+    this.indexChanged(run.now)
+  }
+
+  /**
+   * The run changed in a way its index row shows: a new index version, and the write of it due
+   * now, in the same implicit transaction as the change (so a crash cannot lose the write).
+   */
+  private indexChanged(now: number): void {
+    this.sql.exec(`UPDATE run SET index_version = index_version + 1 WHERE id = 1`)
+    this.schedule('index_sync', INDEX_SYNC_REF, now)
   }
 
   setRunState(state: RunState, now: number, activeTurnId: string | null): void {
@@ -327,6 +360,7 @@ export class RunStore {
       activeTurnId,
       now,
     )
+    this.indexChanged(now)
   }
 
   setRunTurnSettings(model: string, mode: string, sessionId: string): void {
@@ -353,6 +387,8 @@ export class RunStore {
       costUsd,
       now,
     )
+    // Not an index change of its own: every turn ends with a state change, whose write carries the
+    // usage, so a turn of many model rounds writes its row twice rather than once a round.
   }
 
   /** A fresh run-wide number for ids (`msg_7`, `call_8`, `appr_9`). */
@@ -631,9 +667,12 @@ export class RunStore {
     this.sql.exec(`DELETE FROM due_work WHERE kind = ? AND ref = ?`, kind, ref)
   }
 
-  /** Drops the run's pending work (a cancel), except usage still to be delivered to metering. */
+  /**
+   * Drops the run's pending work (a cancel), except what still has to leave the object: usage to
+   * be delivered to metering and the index write.
+   */
   clearDueWork(): void {
-    this.sql.exec(`DELETE FROM due_work WHERE kind <> 'meter_settle'`)
+    this.sql.exec(`DELETE FROM due_work WHERE kind NOT IN ('meter_settle', 'index_sync')`)
   }
 
   dueWork(now: number): DueWorkRow[] {

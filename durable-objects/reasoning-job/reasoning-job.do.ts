@@ -27,7 +27,6 @@
 import { DurableObject } from 'cloudflare:workers'
 import { toBase64 } from '../../shared/audit/checkpoint'
 import { sha256Hex } from '../../shared/crypto/digests'
-import { openDatabase } from '../../shared/db/client'
 import { AppError, toAppError } from '../../shared/http/errors'
 import {
   CREDIT_UNITS_PER_CENT,
@@ -45,6 +44,7 @@ import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/p
 import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
 import { appendAuditEvent } from '../audit-log/audit-client'
+import { writeIndex } from '../postgres-index'
 import {
   type ContentCipher,
   contentCipher,
@@ -211,17 +211,6 @@ export function quotedTokens(model: JobCreateRequest['model'], prompt: string): 
   const comparisons = SCORING_METHOD_OF[model] === 'swarm_judge' ? n * (n - 1) : 0
   const judging = comparisons * (promptTokens + 2 * CANDIDATE_MAX_TOKENS + JUDGE_MAX_TOKENS)
   return candidates + judging
-}
-
-/** An error and its causes in one line (drizzle wraps the driver's error as `cause`). */
-function describeError(err: unknown): string {
-  const parts: string[] = []
-  let current: unknown = err
-  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
-    current = current instanceof Error ? current.cause : undefined
-  }
-  return parts.join(' <- ')
 }
 
 /** The content name of a candidate's text (bound into its ciphertext's associated data). */
@@ -1116,28 +1105,22 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       this.store.unschedule('record_sync')
       return
     }
-    const database = openDatabase(this.env, { max: 1 })
-    try {
-      await writeJobIndex(database.db, {
-        tenantId: job.tenant_id,
-        principal: job.principal,
-        product: job.product,
-        recordVersion: job.record_version,
-        record: await this.view(job, false),
-      })
-    } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: 'warn',
-          event: 'reasoning_index_write_failed',
-          job_id: job.job_id,
-          detail: describeError(err),
+    const record = await this.view(job, false)
+    const written = await writeIndex(
+      this.env,
+      { event: 'reasoning_index_write_failed', ref: { job_id: job.job_id } },
+      (db) =>
+        writeJobIndex(db, {
+          tenantId: job.tenant_id,
+          principal: job.principal,
+          product: job.product,
+          recordVersion: job.record_version,
+          record,
         }),
-      )
+    )
+    if (!written) {
       this.store.schedule('record_sync', this.now() + RETRY_SIDE_WORK_MS)
       return
-    } finally {
-      await database.close()
     }
     if (this.store.job()?.record_version === job.record_version) this.store.unschedule('record_sync')
     else this.store.schedule('record_sync', this.now())

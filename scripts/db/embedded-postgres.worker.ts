@@ -20,12 +20,12 @@
  * enforce the statement timeout PGlite cannot: no timer fires inside a WASM statement, so
  * `statement_timeout` has no effect there.
  */
-import { mkdirSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite'
 import { vector } from '@electric-sql/pglite-pgvector'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 import { keepExtendedQueriesTogether } from './pglite-socket-sequencing.ts'
+import { startFromTemplate } from './pglite-template.ts'
 
 export interface EmbeddedPostgresThreadInput {
   dataDir: string
@@ -100,8 +100,11 @@ async function serve(input: EmbeddedPostgresThreadInput): Promise<void> {
     port.postMessage({ type: 'poisoned', reason } satisfies EmbeddedPostgresThreadMessage)
     process.exit(POISONED_EXIT_CODE)
   }
-  mkdirSync(input.dataDir, { recursive: true })
   // pgvector is loaded so the migrations can install it (document retrieval's HNSW indexes).
+  await startFromTemplate(input.dataDir, async (dir) => {
+    const empty = await PGlite.create({ dataDir: dir, extensions: { vector } })
+    await empty.close()
+  })
   const db = new GuardedPGlite({ dataDir: input.dataDir, extensions: { vector } }, busySince, poisoned)
   await db.waitReady
   db.guardMainLoop()

@@ -120,6 +120,16 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
     .strict(),
   z
     .object({
+      kind: z.literal('agent_run.cancelled'),
+      run_id: z.string().uuid(),
+      /** The credential that started (and owns) the run: key:<id> or sub:<subject>. */
+      started_by: text(300),
+      actor,
+      request_id: requestId,
+    })
+    .strict(),
+  z
+    .object({
       kind: z.literal('billing.changed'),
       /** What changed: the plan (and from which), usage credits, the spend cap (null = plan default). */
       plan_id: text(40).optional(),

@@ -610,3 +610,43 @@ export const reasoningJobs = pgTable(
     index('reasoning_jobs_status_idx').on(t.tenantId, t.status),
   ],
 )
+
+/**
+ * The agent run index: one row per run, as its AgentRun object last wrote it (`version` only
+ * grows, so a late or repeated write never replaces a newer one). A run is named by tenant,
+ * principal and run id (two credentials may pick the same client-chosen run id), so `id` is the
+ * row's own key for pages. `tenant_id` has no foreign key on purpose: the object only knows ids,
+ * and a write it cannot ever complete (an FK refusal) would be retried forever; every read is
+ * tenant-scoped, and tenants are never deleted.
+ */
+export const agentRuns = pgTable(
+  'agent_runs',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tenantId: uuid('tenant_id').notNull(),
+    runId: uuid('run_id').notNull(),
+    /** Who started it, as the run's owner: `key:<api key id>` or `sub:<token subject>`. */
+    principal: text('principal').notNull(),
+    apiKeyId: uuid('api_key_id'),
+    /** The person, when the run was started with a user's token (`sub:user:<id>`). */
+    userId: uuid('user_id'),
+    testMode: boolean('test_mode').notNull(),
+    /** The agent mode of the last turn (manual, plan, edit, auto). */
+    mode: text('mode').notNull(),
+    model: text('model').notNull(),
+    state: text('state').notNull(),
+    turnCount: integer('turn_count').notNull(),
+    inputTokens: bigint('input_tokens', { mode: 'number' }).notNull(),
+    outputTokens: bigint('output_tokens', { mode: 'number' }).notNull(),
+    totalTokens: bigint('total_tokens', { mode: 'number' }).notNull(),
+    costUsd: numeric('cost_usd', { precision: 14, scale: 6 }).notNull(),
+    version: integer('version').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
+  },
+  (t) => [
+    uniqueIndex('agent_runs_owner_idx').on(t.tenantId, t.principal, t.runId),
+    index('agent_runs_page_idx').on(t.tenantId, t.createdAt.desc(), t.id.desc()),
+    index('agent_runs_run_idx').on(t.tenantId, t.runId),
+  ],
+)

@@ -434,6 +434,10 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   { method: 'GET', path: '/platform/v1/usage', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/usage/requests', family: 'platform', access: 'credential' },
+  // The workspace's agent runs (functions/platform/src/agent-runs.ts).
+  { method: 'GET', path: '/platform/v1/agent-runs', family: 'platform', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/agent-runs/:runId', family: 'platform', access: 'credential' },
+  { method: 'POST', path: '/platform/v1/agent-runs/:runId/cancel', family: 'platform', access: 'credential' },
 ]
 
 export interface RouteMatch {

@@ -568,7 +568,7 @@ describe('console: plans, service accounts, agent runs', () => {
 
   it('looks agent runs up by id', async () => {
     await page.goto(url(`/console/agent-runs?run_id=${crypto.randomUUID()}`))
-    await expect.poll(() => page.getByRole('alert').textContent()).toContain('No such run for this account')
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('No such run in this workspace')
     await shots('agent-runs')
   })
 
@@ -615,8 +615,101 @@ describe('console: plans, service accounts, agent runs', () => {
     await shots('agent-run')
     page.once('dialog', (dialog) => dialog.accept())
     await page.getByRole('button', { name: 'Cancel run' }).click()
-    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Run cancelled.')
+    await expect
+      .poll(() => page.getByRole('status').first().textContent())
+      .toContain(`Run ${runId} cancelled.`)
     expect(await facts.locator('.badge').textContent()).toBe('cancelled')
+  })
+
+  it("lists the workspace's runs, one started with an API key among them, and cancels it from the list", async () => {
+    // A real agent turn with the workspace's test key (not the login): the model asks to write a
+    // file, an edit waits for approval, so the run stays open.
+    const turn = (key: string, runId: string) =>
+      fetch(url('/svc/code/v1/turns'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          protocol: 'svc.code.v1',
+          session_id: 'console-e2e-key',
+          run_id: runId,
+          turn_id: 'turn-1',
+          model: 'svc-comb',
+          mode: 'edit',
+          request: 'call write_file',
+          client_tools: [
+            { name: 'write_file', description: 'w', input_schema: { type: 'object' }, tags: ['edit'] },
+          ],
+          workspace: {},
+          transcript: [],
+          capabilities: {},
+        }),
+      })
+    const runId = crypto.randomUUID()
+    const started = await turn(ws.testKey, runId)
+    expect(started.status, await started.clone().text()).toBe(200)
+    expect(await started.text()).toContain('approval.requested')
+    // Another workspace's run, started meanwhile, must never be listed here.
+    const theirs = crypto.randomUUID()
+    await (await turn(other.testKey, theirs)).text()
+
+    const row = page.locator(`tr[data-run-id="${runId}"]`)
+    await expect
+      .poll(
+        async () => {
+          await page.goto(url('/console/agent-runs'))
+          return row.count()
+        },
+        { timeout: 10_000 },
+      )
+      .toBe(1)
+    const text = (await row.textContent()) ?? ''
+    expect(text).toContain('awaiting_approval')
+    expect(text).toContain('svc-comb')
+    expect(text).toContain('console test key')
+    expect(text).toMatch(/test\s*edit/)
+    expect(await page.locator(`tr[data-run-id="${theirs}"]`).count()).toBe(0)
+    await shots('agent-runs-list')
+
+    // The state filter.
+    await page.getByLabel('State').selectOption('completed')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.waitForURL(/state=completed/)
+    expect(await row.count()).toBe(0)
+    await page.getByLabel('State').selectOption('awaiting_approval')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.waitForURL(/state=awaiting_approval/)
+    expect(await row.count()).toBe(1)
+
+    // The run's detail.
+    await row.getByRole('link').click()
+    await page.waitForURL(new RegExp(`/console/agent-runs/${runId}`))
+    const facts = (await page.locator('dl.facts').textContent()) ?? ''
+    expect(facts).toContain('Started bykey “console test key”')
+    expect(facts).toContain('Pending approvalswrite_file')
+    expect(facts).toContain('Turns1')
+    await shots('agent-run-detail')
+
+    // Cancelled from the list, as an admin may cancel any run of the workspace.
+    await page.goto(url('/console/agent-runs'))
+    page.once('dialog', (dialog) => dialog.accept())
+    await page.getByRole('button', { name: `Cancel run ${runId}` }).click()
+    await expect
+      .poll(() => page.getByRole('status').first().textContent())
+      .toContain(`Run ${runId} cancelled.`)
+    expect(await row.locator('.badge').first().textContent()).toBe('cancelled')
+    expect(await row.getByRole('button').count()).toBe(0)
+
+    // The key that started it sees it cancelled through the agent API.
+    const status = await fetch(url(`/svc/agents/runs/${runId}`), {
+      headers: { authorization: `Bearer ${ws.testKey}` },
+    })
+    expect(status.status).toBe(200)
+    expect(await status.json()).toMatchObject({ id: runId, state: 'cancelled', pending_approvals: [] })
+    // The other workspace's run was not touched.
+    const untouched = await fetch(url(`/svc/agents/runs/${theirs}`), {
+      headers: { authorization: `Bearer ${other.testKey}` },
+    })
+    expect(await untouched.json()).toMatchObject({ state: 'awaiting_approval' })
   })
 })
 

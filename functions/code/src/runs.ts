@@ -4,13 +4,13 @@
  * 409 when the run is already completed, failed or cancelled).
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
-import type { RunReply } from '../../../durable-objects/agent-run/agent-run.do'
+import { cancelRun, runStatus } from '../../../durable-objects/agent-run/run-client'
 import { RunIdParamSchema, RunStatusSchema } from '../../../durable-objects/agent-run/run-status.schemas'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { CodeEnv } from './code.context'
-import { callerOf, ownerOf, runObject, runStoreUnavailable } from './turns'
+import { callerOf, ownerOf } from './turns'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -24,14 +24,6 @@ function runIdOf(raw: string): string {
     )
   }
   return raw.toLowerCase()
-}
-
-function answer(reply: RunReply) {
-  if (!reply.ok) {
-    const { status, code, message, param } = reply.error
-    throw new AppError(status, code, message, { param })
-  }
-  return reply.run
 }
 
 export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
@@ -51,14 +43,7 @@ export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   app.get('/svc/agents/runs/:runId', async (c) => {
     const identity = callerOf(c)
     const runId = runIdOf(c.req.param('runId'))
-    const owner = ownerOf(identity)
-    let reply: RunReply
-    try {
-      reply = await runObject(c.env, owner, runId).status(owner)
-    } catch (err) {
-      throw runStoreUnavailable(err)
-    }
-    return c.json(answer(reply), 200)
+    return c.json(await runStatus(c.env.AGENT_RUN, ownerOf(identity), runId), 200)
   })
 
   app.openAPIRegistry.registerPath(
@@ -78,16 +63,7 @@ export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
   app.delete('/svc/agents/runs/:runId', async (c) => {
     const identity = callerOf(c)
     const runId = runIdOf(c.req.param('runId'))
-    const owner = ownerOf(identity)
-    let reply: RunReply
-    try {
-      reply = await runObject(c.env, owner, runId).cancel(
-        owner,
-        'cancelled with DELETE /svc/agents/runs/{runId}',
-      )
-    } catch (err) {
-      throw runStoreUnavailable(err)
-    }
-    return c.json(answer(reply), 200)
+    const reason = 'cancelled with DELETE /svc/agents/runs/{runId}'
+    return c.json(await cancelRun(c.env.AGENT_RUN, ownerOf(identity), runId, reason), 200)
   })
 }

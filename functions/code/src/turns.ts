@@ -6,7 +6,8 @@
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
-import type { AgentRun, RunOwner } from '../../../durable-objects/agent-run/agent-run.do'
+import type { RunOwner } from '../../../durable-objects/agent-run/agent-run.do'
+import { runObject, runStoreUnavailable } from '../../../durable-objects/agent-run/run-client'
 import {
   assertThinkingSupported,
   parseTurnRequest,
@@ -35,11 +36,6 @@ import {
 } from '../../../shared/worker/request-context'
 import type { CodeEnv } from './code.context'
 
-/** The object of a run: named by its owner and id, so runs of two accounts never share one. */
-export function runObject(env: CodeEnv, owner: RunOwner, runId: string): DurableObjectStub<AgentRun> {
-  return env.AGENT_RUN.get(env.AGENT_RUN.idFromName(`${owner.tenantId}/${owner.principalId}/${runId}`))
-}
-
 /** The scope a restricted credential needs for the agent plane (advertised in the MCP metadata). */
 export const AGENT_SCOPE = 'agents:write'
 
@@ -62,18 +58,6 @@ export function callerOf(c: Context<FamilyEnv<CodeEnv>>): Identity {
 
 export function ownerOf(identity: Identity): RunOwner {
   return { tenantId: identity.tenantId, principalId: principalId(identity) }
-}
-
-export function runStoreUnavailable(err: unknown): AppError {
-  return new AppError(
-    503,
-    'run_store_unavailable',
-    'The durable run store is unavailable right now, so the turn was not started. Retry in a few seconds with the same body (it reattaches if the turn did start).',
-    {
-      headers: { 'retry-after': '2' },
-      internalMessage: `AgentRun call failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
-    },
-  )
 }
 
 /** 403s from the plan: agent runs, the model, thinking. */
@@ -155,7 +139,7 @@ export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
     const bodyHash = await turnBodyHash(request, runId)
     let response: Response
     try {
-      response = await runObject(c.env, owner, runId).postTurn({
+      response = await runObject(c.env.AGENT_RUN, owner, runId).postTurn({
         owner,
         identity,
         runId,

@@ -67,7 +67,8 @@ function visibleToMember(identity: Identity): SQL {
   return or(...own)!
 }
 
-function scopeFor(identity: Identity): SQL {
+/** The keys the caller may see: the workspace's (owners, admins), a member's own (above). */
+export function scopeFor(identity: Identity): SQL {
   const tenant = eq(apiKeys.tenantId, identity.tenantId)
   return isAdministrator(identity) ? tenant : and(tenant, visibleToMember(identity))!
 }

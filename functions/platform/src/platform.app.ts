@@ -1,4 +1,5 @@
 import { createFamilyApp } from '../../../shared/worker/family-app'
+import { agentRunRoutes } from './agent-runs'
 import { algorithmRoutes } from './algorithms'
 import { apiKeyRoutes } from './api-keys'
 import { auditLogRoutes } from './audit-log'
@@ -18,6 +19,7 @@ serviceAccountRoutes(platformApp)
 apiKeyRoutes(platformApp)
 workspaceRoutes(platformApp)
 usageRoutes(platformApp)
+agentRunRoutes(platformApp)
 auditLogRoutes(platformApp)
 trustDocumentRoutes(platformApp)
 trustPageRoutes(platformApp)

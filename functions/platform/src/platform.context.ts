@@ -1,3 +1,4 @@
+import type { AgentRunNamespace } from '../../../durable-objects/agent-run/run-client'
 import type { AuditLogNamespace } from '../../../durable-objects/audit-log/audit-client'
 import type { AuditLogEnv } from '../../../durable-objects/audit-log/audit-log.do'
 import type { DatabaseEnv } from '../../../shared/db/client'
@@ -11,6 +12,8 @@ import type AuthWorker from '../../auth/src/index'
 export interface PlatformEnv extends DatabaseEnv, AuditLogEnv {
   /** The AuditLog objects this worker hosts (optional in the type: a missing binding answers 503). */
   AUDIT_LOG?: AuditLogNamespace
+  /** The AgentRun objects the code worker hosts: an admin's cancel (missing: 503). */
+  AGENT_RUN?: AgentRunNamespace
   /** The auth family: `sign(data, alg)` signs attestations with the token keys. */
   AUTH?: Service<AuthWorker>
   /** JSON `[{worker, sha256, bytes}]`: the bundles this deployment runs (functions/platform/src/deployed-bundles.ts). */

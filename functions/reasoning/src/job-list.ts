@@ -2,10 +2,8 @@
  * GET /svc/quantum-reasoning/jobs: pages of the tenant's jobs from the Postgres index, newest
  * first, with the caller's capabilities.
  *
- * Order and cursor: (created_at, id) descending, a key no job ever changes; the cursor is the last
- * job's key, opaque (base64url), and the next page is what comes strictly after it. So pages never
- * repeat or skip a job that existed when the first page was read, however many jobs are created
- * meanwhile (new jobs sort before the first page). Filters (`status`, `model`) apply per page.
+ * Order and cursor: (created_at, id) descending, a key no job ever changes (shared/db/page-cursor.ts).
+ * Filters (`status`, `model`) apply per page.
  */
 import { sql } from 'drizzle-orm'
 import {
@@ -18,45 +16,10 @@ import {
 } from '../../../durable-objects/reasoning-job/job.schemas'
 import { canManageJobs } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import type { Drizzle } from '../../../shared/db/client'
-import { AppError } from '../../../shared/http/errors'
+import { decodePageCursor, encodePageCursor } from '../../../shared/db/page-cursor'
 import { CREDIT_UNITS_PER_CENT, centsToUnits } from '../../../shared/metering'
 import type { BillingPlan } from '../../../shared/plans'
 import type { Identity } from '../../../shared/worker/request-context'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-interface CursorKey {
-  readonly createdAt: string
-  readonly id: string
-}
-
-export function encodeCursor(job: Pick<ReasoningJob, 'created_at' | 'id'>): string {
-  const bytes = new TextEncoder().encode(`${job.created_at}|${job.id}`)
-  return btoa(String.fromCharCode(...bytes))
-    .replaceAll('+', '-')
-    .replaceAll('/', '_')
-    .replace(/=+$/, '')
-}
-
-export function decodeCursor(cursor: string): CursorKey {
-  const invalid = () =>
-    new AppError(
-      400,
-      'invalid_cursor',
-      'cursor is not a cursor this API returned; pass the next_cursor of the previous page unchanged, or omit it for the first page.',
-      { param: 'cursor' },
-    )
-  let text: string
-  try {
-    text = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'))
-  } catch {
-    throw invalid()
-  }
-  const [createdAt, id, ...rest] = text.split('|')
-  if (rest.length > 0 || !createdAt || !id || !UUID.test(id) || Number.isNaN(Date.parse(createdAt)))
-    throw invalid()
-  return { createdAt, id }
-}
 
 export interface JobPageQuery {
   readonly limit: number
@@ -70,7 +33,7 @@ export async function readJobPage(
   tenantId: string,
   query: JobPageQuery,
 ): Promise<{ jobs: ReasoningJob[]; nextCursor: string | null }> {
-  const after = query.cursor ? decodeCursor(query.cursor) : null
+  const after = query.cursor ? decodePageCursor(query.cursor, 'cursor') : null
   const result = await db.execute<{ record: unknown }>(sql`
     select record from reasoning_jobs
     where tenant_id = ${tenantId}::uuid
@@ -85,7 +48,13 @@ export async function readJobPage(
   })
   const jobs = rows.slice(0, query.limit)
   const last = jobs.at(-1)
-  return { jobs, nextCursor: rows.length > query.limit && last ? encodeCursor(last) : null }
+  return {
+    jobs,
+    nextCursor:
+      rows.length > query.limit && last
+        ? encodePageCursor({ createdAt: last.created_at, id: last.id })
+        : null,
+  }
 }
 
 /**

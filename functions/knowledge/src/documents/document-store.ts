@@ -13,6 +13,7 @@
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { sha256Hex } from '../../../../shared/crypto/digests'
 import type { Drizzle } from '../../../../shared/db/client'
+import { afterPageKey, decodePageCursor, encodePageCursor } from '../../../../shared/db/page-cursor'
 import { documentChunks, documents } from '../../../../shared/db/schema'
 import { AppError } from '../../../../shared/http/errors'
 import { checkDocumentAllowance } from '../../../../shared/plans/entitlements'
@@ -256,41 +257,14 @@ export interface DocumentPage {
   nextCursor: string | null
 }
 
-/** Opaque list cursor: the last item's created_at (full microsecond precision) and id. */
-function encodeCursor(createdAt: string, id: string): string {
-  return btoa(JSON.stringify([createdAt, id]))
-    .replaceAll('+', '-')
-    .replaceAll('/', '_')
-    .replace(/=+$/, '')
-}
-
-function decodeCursor(cursor: string): [string, string] {
-  try {
-    const json = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'))
-    const value = JSON.parse(json) as unknown
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      !Number.isNaN(Date.parse(value[0])) &&
-      typeof value[1] === 'string' &&
-      /^[0-9a-f-]{36}$/.test(value[1])
-    ) {
-      return [value[0], value[1]]
-    }
-  } catch {}
-  throw new AppError(400, 'invalid_cursor', 'after must be a next_cursor returned by a previous page.', {
-    param: 'after',
-  })
-}
-
 /** The tenant's documents, newest first (by creation; a replaced document keeps its place). */
 export async function listDocuments(
   db: Drizzle,
   scope: DocumentScope,
   page: { limit: number; after?: string | undefined },
 ): Promise<DocumentPage> {
-  const after = page.after === undefined ? null : decodeCursor(page.after)
+  // created_at as text: the cursor keeps its microseconds (a JSON timestamp has milliseconds only).
+  const after = page.after === undefined ? null : decodePageCursor(page.after, 'after')
   const rows = await db
     .select({
       id: documents.id,
@@ -307,9 +281,7 @@ export async function listDocuments(
     .where(
       and(
         eq(documents.tenantId, scope.tenantId),
-        after
-          ? sql`(${documents.createdAt}, ${documents.id}) < (${after[0]}::timestamptz, ${after[1]}::uuid)`
-          : undefined,
+        after ? afterPageKey(documents.createdAt, documents.id, after) : undefined,
       ),
     )
     .orderBy(desc(documents.createdAt), desc(documents.id))
@@ -318,7 +290,8 @@ export async function listDocuments(
   const last = shown.at(-1)
   return {
     documents: shown.map(recordOf),
-    nextCursor: rows.length > page.limit && last ? encodeCursor(last.cursorAt, last.id) : null,
+    nextCursor:
+      rows.length > page.limit && last ? encodePageCursor({ createdAt: last.cursorAt, id: last.id }) : null,
   }
 }
 

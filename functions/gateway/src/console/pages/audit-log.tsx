@@ -52,6 +52,8 @@ export function describeEvent(
       return `${s('outcome')}: ${s('algorithm')} (${s('context')}) on ${s('method')} ${s('path')}`
     case 'token.issued':
       return `Token for ${s('subject')} (${s('audience')}, ${s('alg')}, ${s('grant')})`
+    case 'agent_run.cancelled':
+      return `Agent run ${s('run_id')} cancelled by ${s('actor')}`
     case 'billing.changed':
       return `Billing changed by ${s('actor')}${s('plan_id') ? `: plan ${s('previous_plan_id')} → ${s('plan_id')}` : ''}`
     default:

@@ -1,0 +1,56 @@
+/**
+ * How a worker reaches a run's object: by its owner and id (the object's name), for the status
+ * and the cancel. One definition for both callers: the code worker (GET|DELETE
+ * /svc/agents/runs/{runId}, the owner is the caller) and the platform worker (an admin's cancel
+ * from the run index, the owner is the row's). Errors the object returns as data become AppErrors.
+ */
+import { AppError } from '../../shared/http/errors'
+import type { AgentRun, RunOwner, RunReply } from './agent-run.do'
+import type { RunStatus } from './run-status.schemas'
+
+export type AgentRunNamespace = DurableObjectNamespace<AgentRun>
+
+/** The object of a run: named by its owner and id, so runs of two accounts never share one. */
+export function runObject(namespace: AgentRunNamespace, owner: RunOwner, runId: string) {
+  return namespace.get(namespace.idFromName(`${owner.tenantId}/${owner.principalId}/${runId}`))
+}
+
+export function runStoreUnavailable(err: unknown): AppError {
+  return new AppError(
+    503,
+    'run_store_unavailable',
+    'The durable run store is unavailable right now, so the turn was not started. Retry in a few seconds with the same body (it reattaches if the turn did start).',
+    {
+      headers: { 'retry-after': '2' },
+      internalMessage: `AgentRun call failed: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+    },
+  )
+}
+
+async function answer(call: () => Promise<RunReply>): Promise<RunStatus> {
+  let reply: RunReply
+  try {
+    reply = await call()
+  } catch (err) {
+    throw runStoreUnavailable(err)
+  }
+  if (!reply.ok) {
+    const { status, code, message, param } = reply.error
+    throw new AppError(status, code, message, { param })
+  }
+  return reply.run
+}
+
+export function runStatus(namespace: AgentRunNamespace, owner: RunOwner, runId: string): Promise<RunStatus> {
+  return answer(() => runObject(namespace, owner, runId).status(owner))
+}
+
+/** Running or waiting -> cancelled (404 for another owner's run, 409 when already terminal). */
+export function cancelRun(
+  namespace: AgentRunNamespace,
+  owner: RunOwner,
+  runId: string,
+  reason: string,
+): Promise<RunStatus> {
+  return answer(() => runObject(namespace, owner, runId).cancel(owner, reason))
+}

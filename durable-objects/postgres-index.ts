@@ -1,0 +1,39 @@
+/**
+ * One write of a Durable Object to its Postgres index (reasoning_jobs, agent_runs): a connection of
+ * its own, the write, and on failure a warning and `false` instead of a throw. The object keeps the
+ * write as due work until this returns true, so Postgres being down delays the index and loses
+ * nothing; writes carry a version that only grows, so a repeated or late one is harmless.
+ */
+import { type DatabaseEnv, type Drizzle, openDatabase } from '../shared/db/client'
+
+export async function writeIndex(
+  env: DatabaseEnv,
+  /** What the log line names: the event and the object's id. */
+  what: { event: string; ref: Record<string, string> },
+  write: (db: Drizzle) => Promise<void>,
+): Promise<boolean> {
+  let database: ReturnType<typeof openDatabase> | undefined
+  try {
+    database = openDatabase(env, { max: 1 })
+    await write(database.db)
+    return true
+  } catch (err) {
+    console.error(
+      JSON.stringify({ level: 'warn', event: what.event, ...what.ref, detail: describeError(err) }),
+    )
+    return false
+  } finally {
+    await database?.close()
+  }
+}
+
+/** An error and its causes on one line (the driver wraps the reason a connection failed). */
+export function describeError(err: unknown): string {
+  const parts: string[] = []
+  let current: unknown = err
+  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
+    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
+    current = current instanceof Error ? current.cause : undefined
+  }
+  return parts.join(' <- ')
+}
