@@ -75,7 +75,10 @@ export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
 export type RateLimiterNamespace = DurableObjectNamespace<RateLimiterRpc>
 
 export interface MeterUsage {
-  /** null when nothing was produced (the reservation is released, no ledger row). */
+  /**
+   * null when nothing was produced: the reservation is released, and only a failure status (400
+   * or more) leaves a row, at zero charge, for the request log.
+   */
   readonly usage: NormalizedUsage | null
   /** A paid tool's use in its unit (web_search: 1 request; transcription: seconds of audio). */
   readonly quantity?: number
