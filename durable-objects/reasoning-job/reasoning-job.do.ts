@@ -65,7 +65,6 @@ import {
 import {
   isTerminal,
   type JobCreateRequest,
-  type JobStatus,
   type ReasoningJob as ReasoningJobRecord,
   SCORING_METHOD_OF,
 } from './job.schemas'
@@ -212,15 +211,6 @@ export function quotedTokens(model: JobCreateRequest['model'], prompt: string): 
   const comparisons = SCORING_METHOD_OF[model] === 'swarm_judge' ? n * (n - 1) : 0
   const judging = comparisons * (promptTokens + 2 * CANDIDATE_MAX_TOKENS + JUDGE_MAX_TOKENS)
   return candidates + judging
-}
-
-/**
- * A finished job as the request log records it: the create call answered 202 before the outcome
- * was known, so the row carries the outcome's status (shared/metering/request-status.ts).
- */
-function jobStatusCode(status: JobStatus): number {
-  if (status === 'completed' || status === 'classical_fallback') return outcomeStatus('completed')
-  return outcomeStatus(status === 'cancelled' ? 'cancelled' : 'failed')
 }
 
 /** The content name of a candidate's text (bound into its ciphertext's associated data). */
@@ -937,8 +927,15 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     }).settle(
       record.grant,
       executed
-        ? { usage: NO_TOKENS, quantity: 1, estimated: false, provider: 'ionq', status: 200 }
-        : { usage: null, estimated: false, provider: 'none', status: jobStatusCode(job.status) },
+        ? {
+            usage: NO_TOKENS,
+            quantity: 1,
+            estimated: false,
+            provider: 'ionq',
+            status: outcomeStatus('completed'),
+          }
+        : // Released: the job shows why; its create call succeeded, so no failed request is logged.
+          { usage: null, estimated: false, provider: 'none', status: null },
     )
     if (!delivered) return
     this.qpu.markSettled()
@@ -1151,7 +1148,9 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       usage: succeeded && usage.totalTokens > 0 ? usage : null,
       estimated: false,
       provider: job.test_mode ? 'svc-test-mode' : (this.store.candidates()[0]?.provider ?? 'none'),
-      status: jobStatusCode(job.status),
+      // A completed job's row says 200 (its create call answered 202 before the outcome was
+      // known); a failed or cancelled job is released and shows why on its own resource.
+      status: succeeded ? outcomeStatus('completed') : null,
       endedAt: job.completed_at ?? job.updated_at,
     })
     if (!delivered) return

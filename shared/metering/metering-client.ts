@@ -85,9 +85,11 @@ export interface MeterUsage {
   readonly provider: string
   /**
    * The HTTP status the client received, recorded in the request log (docs/plans.md, "The request
-   * log"): for a stream that ended in an error event 502, for one the client cancelled 499.
+   * log"): for a stream that ended in an error event 502, for one the client cancelled 499. With
+   * usage null, a status of 400 or more records the failed request with zero charge; null records
+   * nothing (a job's failure is shown by the job, its create call having succeeded).
    */
-  readonly status: number
+  readonly status: number | null
   /**
    * When the request's work ended (epoch ms), for a settle sent later than that (a retry after a
    * restart); default: now. Latency is measured from the grant's admittedAt to this.

@@ -21,6 +21,7 @@ import { generateApiKey } from '../../shared/auth/api-keys.ts'
 import { generatePassword, setUserPassword } from '../../shared/auth/user-passwords.ts'
 import { type Browser, launchBrowser } from '../support/browser.ts'
 import { tag, upstream, withDatabase } from './chat-fixtures.ts'
+import { ionqControl } from './fakes/ionq.fake.ts'
 
 const stack = inject('stack')
 const url = (p: string) => `${stack.baseUrl}${p}`
@@ -67,6 +68,25 @@ async function addMember(tenantId: string): Promise<{ email: string; password: s
     await setUserPassword(db, email, password)
   })
   return { email, password }
+}
+
+/** The fields of a reasoning job (GET /svc/quantum-reasoning/jobs/{id}) this test reads. */
+interface ApiReasoningJob {
+  status: string
+  prompt?: string
+  result?: string
+  selected_index?: number
+  candidates?: Record<string, unknown>[]
+  inference_receipt_id?: string | null
+}
+
+/** A QPU provider connection as the API lists it. */
+interface ApiConnection {
+  id: string
+  name: string
+  kind: string
+  target: string
+  last_test: { ok: boolean; error: { code: string } | null } | null
 }
 
 let ws: ConsoleWorkspace
@@ -371,27 +391,36 @@ describe('console: usage', () => {
     expect(await page.locator('table').last().textContent()).toContain('No metered requests yet.')
   })
 
-  it('a live stream that ended in an error event after its 200 head is logged as 502, with its latency', async () => {
-    const marker = tag('console-502')
+  it('live requests that failed are logged with their status: a stream cut by an error event, a provider 5xx at zero charge', async () => {
+    const live = (content: string, stream: boolean) =>
+      fetch(url('/svc/chat/completions'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ws.liveKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-cell', stream, messages: [{ role: 'user', content }] }),
+      })
+    // A stream whose provider sends an error event after its 200 head.
+    const cut = tag('console-cut')
     await upstream.script({
-      match: { contains: marker },
+      match: { contains: cut },
       fault: { kind: 'error_event', afterChunks: 2 },
       times: 1,
     })
-    const res = await fetch(url('/svc/chat/completions'), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ws.liveKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'svc-cell',
-        stream: true,
-        messages: [{ role: 'user', content: `Tell me a story ${marker}` }],
-      }),
-    })
-    expect(res.status).toBe(200)
-    const events = await res.text()
+    const streamed = await live(`Tell me a story ${cut}`, true)
+    expect(streamed.status).toBe(200)
+    const events = await streamed.text()
     expect(events).toContain('"type":"upstream_error"')
     expect(events).not.toContain('[DONE]')
-    const requestId = res.headers.get('x-request-id') ?? ''
+    // A JSON request whose provider answers 500 on every try: 502, nothing produced.
+    const down = tag('console-down')
+    await upstream.script({ match: { contains: down }, fault: { kind: 'status', status: 500 } })
+    const failed = await live(`Hello ${down}`, false)
+    expect(failed.status).toBe(502)
+    // One success on the same provider closes its breaker's count again for later tests.
+    expect((await live('Hello again', false)).status).toBe(200)
+    const ids = {
+      cut: streamed.headers.get('x-request-id') ?? '',
+      down: failed.headers.get('x-request-id') ?? '',
+    }
     try {
       await page.goto(url('/console/usage?days=7'))
       await page.getByRole('button', { name: 'Live', exact: true }).click()
@@ -405,11 +434,16 @@ describe('console: usage', () => {
           },
           { timeout: 15_000 },
         )
-        .toContain(requestId)
+        .toContain(ids.down)
       const headers = await log.locator('thead th').allTextContents()
-      const cells = log.locator('tbody tr', { hasText: requestId }).locator('td')
-      expect(await cells.nth(headers.indexOf('Status')).textContent()).toBe('502')
-      expect(await cells.nth(headers.indexOf('Latency')).textContent()).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+      const cell = (id: string, column: string) =>
+        log.locator('tbody tr', { hasText: id }).locator('td').nth(headers.indexOf(column)).textContent()
+      expect(await cell(ids.cut, 'Status')).toBe('502')
+      expect(await cell(ids.cut, 'Latency')).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+      expect(await cell(ids.down, 'Status')).toBe('502')
+      expect(await cell(ids.down, 'Latency')).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+      expect(await cell(ids.down, 'Tokens in / out')).toBe('0 / 0')
+      expect(await cell(ids.down, 'Credits')).toBe('$0.00')
       await shots('usage-live')
     } finally {
       await page.getByRole('button', { name: 'Test', exact: true }).click()
@@ -419,6 +453,8 @@ describe('console: usage', () => {
 })
 
 describe('console: crypto policy and the audit log', () => {
+  const lastChange = () =>
+    page.locator('dt', { hasText: 'Last change' }).locator('xpath=following-sibling::dd[1]').textContent()
   const setPolicy = (body: unknown) =>
     fetch(url('/platform/v1/crypto/policy'), {
       method: 'PUT',
@@ -441,6 +477,9 @@ describe('console: crypto policy and the audit log', () => {
       await page.waitForURL(/saved=/)
       expect(question).toContain('refused with 403')
       await expect.poll(() => page.locator('.badge.enforce').first().textContent()).toBe('enforce')
+      // The last change names the person who made it, not their user id.
+      expect(await lastChange()).toContain(`by you (${ws.email})`)
+      expect(await lastChange()).not.toContain('user:')
 
       // A client declaring a classical algorithm is now refused, and the refusal is logged first.
       const refused = await fetch(url('/svc/memories'), {
@@ -455,6 +494,15 @@ describe('console: crypto policy and the audit log', () => {
       await expect
         .poll(() => row.locator('output').textContent(), { timeout: 10_000 })
         .toMatch(/^Verified in this browser: entry \d+ is in the log of \d+ entries/)
+      // The result names the log key (one long word): it wraps inside its cell, the table stays put.
+      const sideways = await row
+        .locator('output')
+        .evaluate(
+          (o) =>
+            (o.closest('.table-wrap') as HTMLElement).scrollWidth -
+            (o.closest('.table-wrap') as HTMLElement).clientWidth,
+        )
+      expect(sideways).toBeLessThanOrEqual(0)
       await shots('crypto-policy')
 
       // The server's validation problems come back at the field they name.
@@ -484,16 +532,20 @@ describe('console: crypto policy and the audit log', () => {
     await expect
       .poll(() => page.locator('table').textContent())
       .toContain('Policy set to default (audit) by key “console live key”')
-    // Actors by name: the console's own change was made by the signed-in person.
-    expect(await page.locator('table').textContent()).toContain(
-      `Policy set to strict (enforce) by you (${ws.email})`,
-    )
+    // Actors by name: the console's own change was made by the signed-in person, who signed in first.
+    const entries = (await page.locator('table').textContent()) ?? ''
+    expect(entries).toContain(`Policy set to strict (enforce) by you (${ws.email})`)
+    expect(entries).toContain(`Token for you (${ws.email})`)
+    expect(entries).not.toContain(`user:${ws.ownerUserId}`)
     const newest = page.locator('tbody tr').first()
     await newest.getByRole('button', { name: /Verify the inclusion proof/ }).click()
     await expect
       .poll(() => newest.locator('output').textContent(), { timeout: 10_000 })
       .toContain('Verified in this browser')
     await shots('audit-log')
+    // The policy page names the key that made the last change.
+    await page.goto(url('/console/crypto-policy'))
+    expect(await lastChange()).toContain('by key “console live key”')
   })
 })
 
@@ -724,11 +776,12 @@ describe('console: documents, reasoning, telemetry', () => {
     expect(await page.locator('table').textContent()).not.toContain(source)
   })
 
-  it("shows a reasoning job's candidates and the selected one", async () => {
+  it("shows a finished reasoning job's candidates, selection and signed receipt, and erases its content", async () => {
+    const auth = { headers: { authorization: `Bearer ${ws.testKey}` } }
     const created = await fetch(url('/svc/quantum-reasoning/jobs'), {
       method: 'POST',
       headers: {
-        authorization: `Bearer ${ws.testKey}`,
+        ...auth.headers,
         'content-type': 'application/json',
         'idempotency-key': `console-e2e-${crypto.randomUUID()}`,
       },
@@ -740,26 +793,128 @@ describe('console: documents, reasoning, telemetry', () => {
     })
     expect(created.status).toBe(202)
     const { job } = (await created.json()) as { job: { id: string } }
+    const jobUrl = url(`/svc/quantum-reasoning/jobs/${job.id}`)
+    const apiJob = async () => ((await (await fetch(jobUrl, auth)).json()) as { job: ApiReasoningJob }).job
+    // The receipt is signed and logged once the job has finished.
     await expect
-      .poll(
-        async () => {
-          await page.goto(url(`/console/reasoning/jobs/${job.id}`))
-          return page.locator('dl.facts').textContent()
-        },
-        { timeout: 20_000 },
-      )
-      .toContain('completed')
+      .poll(async () => (await apiJob()).inference_receipt_id ?? null, { timeout: 20_000 })
+      .toMatch(/^[0-9a-f-]{36}$/)
+    const done = await apiJob()
+    expect(done.status).toBe('completed')
+    const receipt = (await (await fetch(`${jobUrl}/receipt`, auth)).json()) as {
+      receipt_id: string
+      envelope: { signatures: { keyid: string }[] }
+      audit_log: { index: number }
+    }
+
+    await page.goto(url(`/console/reasoning/jobs/${job.id}`))
+    expect(await page.locator('dl.facts').first().textContent()).toContain('completed')
+    expect(await page.getByRole('region', { name: 'Prompt' }).textContent()).toContain(
+      'Which is larger, 2^10 or 10^3?',
+    )
+    // Every candidate (svc-hive makes four) with its evidence; the selected one holds the result.
+    const candidates = page.locator('ol.candidates > li')
+    expect(await candidates.count()).toBe(4)
+    expect(done.candidates).toHaveLength(4)
     expect(await page.locator('li[data-selected=true]').count()).toBe(1)
+    const selected = candidates.nth(done.selected_index ?? -1)
+    expect(await selected.getAttribute('data-selected')).toBe('true')
+    expect(await selected.locator('pre.wrap').textContent()).toBe(done.result)
+    const evidence = (await selected.locator('p').first().textContent()) ?? ''
+    expect(evidence).toMatch(/^ ?selected score [\d.e-]+ · /)
+    expect(evidence).toContain('quantum frequency')
+    const signed = (await page.getByRole('region', { name: 'Inference receipt' }).textContent()) ?? ''
+    expect(signed).toContain(receipt.receipt_id)
+    expect(signed).toContain(receipt.envelope.signatures[0]?.keyid)
+    expect(signed).toContain(`entry ${receipt.audit_log.index}`)
     await shots('reasoning-job')
+
+    // The page offers what DELETE does to a finished job: erase its content, keep the record.
+    page.once('dialog', (dialog) => dialog.accept())
+    await page.getByRole('button', { name: 'Delete job content' }).click()
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('content is erased')
+    expect(await page.getByRole('button', { name: 'Delete job content' }).count()).toBe(0)
+    const erased = await apiJob()
+    expect(erased).toMatchObject({ status: 'completed', inference_receipt_id: receipt.receipt_id })
+    expect(erased.result).toBeUndefined()
+    expect(erased.prompt).toBeUndefined()
+    expect(await page.getByRole('region', { name: 'Prompt' }).count()).toBe(0)
     await page.goto(url('/console/reasoning'))
     await expect.poll(() => page.locator('table').first().textContent()).toContain(job.id)
   })
 
-  it('shows reasoning jobs and QPU connections from their API', async () => {
-    const reasoning = await page.goto(url('/console/reasoning'))
-    expect(reasoning?.status()).toBe(200)
-    await expect.poll(() => page.getByRole('heading', { name: 'QPU provider connections' }).count()).toBe(1)
+  it('connects a QPU provider account, tests it, and deletes it; the API agrees and never shows the key', async () => {
+    const ionq = stack.fakes.ionq as { controlUrl: string }
+    // Keys of this test's own at the fake provider: one it accepts, and one it has never heard of.
+    const accepted = `ionq-console-${crypto.randomUUID()}`
+    const refused = `ionq-console-unknown-${crypto.randomUUID()}`
+    await ionqControl(ionq.controlUrl).addKey(accepted, { qpu: true })
+    const suffix = crypto.randomUUID().slice(0, 8)
+    const good = `console lab ${suffix}`
+    const bad = `console typo ${suffix}`
+    const listed = async () => {
+      const res = await fetch(url('/svc/quantum-reasoning/provider-connections'), {
+        headers: { authorization: `Bearer ${ws.liveKey}` },
+      })
+      expect(res.status).toBe(200)
+      const text = await res.text()
+      expect(text).not.toContain(accepted)
+      expect(text).not.toContain(refused)
+      return (JSON.parse(text) as { data: ApiConnection[] }).data
+    }
+    const connect = async (name: string, key: string) => {
+      await page.goto(url('/console/reasoning'))
+      const form = page.locator('form[action="/console/reasoning/connections"]')
+      await form.getByLabel('Name').fill(name)
+      await form.getByLabel('API key').fill(key)
+      await form.getByRole('button', { name: 'Connect IonQ' }).click()
+      await expect
+        .poll(() => page.getByRole('status').first().textContent())
+        .toContain(`Connected “${name}”.`)
+      expect(await page.content()).not.toContain(key)
+    }
+
+    await connect(good, accepted)
+    await connect(bad, refused)
+    const made = await listed()
+    const goodId = made.find((c) => c.name === good)?.id ?? ''
+    const badId = made.find((c) => c.name === bad)?.id ?? ''
+    expect(made.find((c) => c.id === goodId)).toMatchObject({
+      kind: 'ionq',
+      target: 'qpu.aria-1',
+      last_test: null,
+    })
+    const rows = page.getByRole('region', { name: 'QPU provider connections' })
+    expect(await rows.locator('tr', { hasText: good }).textContent()).toContain('never')
+
+    await rows.getByRole('button', { name: `Test ${good}` }).click()
+    await expect
+      .poll(() => page.getByRole('status').first().textContent())
+      .toContain(`The provider accepted the credential of “${good}”.`)
+    expect(await rows.locator('tr', { hasText: good }).locator('.badge').textContent()).toBe('accepted')
+    await rows.getByRole('button', { name: `Test ${bad}` }).click()
+    await expect
+      .poll(() => page.getByRole('alert').first().textContent())
+      .toContain(`The provider refused the credential of “${bad}”`)
+    expect(await rows.locator('tr', { hasText: bad }).locator('.badge').textContent()).toBe('refused')
+    const tested = await listed()
+    expect(tested.find((c) => c.id === goodId)?.last_test).toMatchObject({ ok: true, error: null })
+    expect(tested.find((c) => c.id === badId)?.last_test).toMatchObject({
+      ok: false,
+      error: { code: 'provider_rejected_credentials' },
+    })
+    expect(await page.content()).not.toContain(accepted)
     await shots('reasoning')
+
+    for (const name of [good, bad]) {
+      page.once('dialog', (dialog) => dialog.accept())
+      await rows.getByRole('button', { name: `Delete ${name}` }).click()
+      await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Connection deleted.')
+      expect(await rows.textContent()).not.toContain(name)
+    }
+    const ids = (await listed()).map((c) => c.id)
+    expect(ids).not.toContain(goodId)
+    expect(ids).not.toContain(badId)
   })
 
   it('makes an observability token the OpenTelemetry exporter sends with, lists the export, and revokes it', async () => {

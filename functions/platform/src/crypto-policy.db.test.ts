@@ -7,7 +7,7 @@
 import { describe, expect, it, vi } from 'vitest'
 import { checkAlgorithm, POLICY_PRESETS } from '../../../shared/crypto-policy'
 import { recordViolations } from '../../../shared/crypto-policy/policy-store'
-import { cryptoPolicies } from '../../../shared/db/schema'
+import { apiKeys, cryptoPolicies, members, serviceAccounts, users } from '../../../shared/db/schema'
 import type { Identity } from '../../../shared/worker/request-context'
 import { createTenant, databaseEnv, withTestDatabase } from '../../../test/unit/database'
 import { apiKeyIdentity, callFamily, errorOf } from '../../../test/unit/family-call'
@@ -91,6 +91,60 @@ describe('crypto policy: changes', () => {
       },
     }
     expect((await view(await patch(person, { mode: 'audit' }))).updated_by).toBe(subject)
+  })
+
+  it("names who changed it only from this workspace's keys, accounts and members", async () => {
+    const me = await owner()
+    const theirs = await owner()
+    const email = `policy-${crypto.randomUUID()}@example.test`
+    const { userId, keyId, otherKeyId, accountId } = await withTestDatabase(async (db) => {
+      const [user] = await db.insert(users).values({ email }).returning({ id: users.id })
+      // A member of the other workspace only, for now.
+      await db.insert(members).values({ tenantId: theirs.tenantId, userId: user!.id, role: 'admin' })
+      const key = (tenantId: string, name: string) =>
+        db
+          .insert(apiKeys)
+          .values({ tenantId, name, mode: 'live', keyHash: crypto.randomUUID(), suffix: 'abcd' })
+          .returning({ id: apiKeys.id })
+      const [mine] = await key(me.tenantId, 'ci deploy key')
+      const [other] = await key(theirs.tenantId, 'their key')
+      const [account] = await db
+        .insert(serviceAccounts)
+        .values({ tenantId: me.tenantId, name: 'policy bot', secretHash: 'x', audiences: ['platform'] })
+        .returning({ id: serviceAccounts.id })
+      return { userId: user!.id, keyId: mine!.id, otherKeyId: other!.id, accountId: account!.id }
+    })
+    const asToken = (subject: string): Identity => ({
+      ...me,
+      principal: {
+        kind: 'access_token',
+        subject,
+        audience: 'platform',
+        tokenId: 't',
+        algorithm: 'ML-DSA-65',
+      },
+    })
+    const nameAfter = async (identity: Identity) =>
+      (await view(await patch(identity, { mode: 'audit' }))) as PolicyView & {
+        updated_by_name: string | null
+      }
+
+    expect((await nameAfter(apiKeyIdentity({ tenantId: me.tenantId, keyId }))).updated_by_name).toBe(
+      'ci deploy key',
+    )
+    expect((await nameAfter(asToken(`sa:${accountId}`))).updated_by_name).toBe('policy bot')
+    // Ids of another workspace's key or member name nothing here.
+    expect(
+      (await nameAfter(apiKeyIdentity({ tenantId: me.tenantId, keyId: otherKeyId }))).updated_by_name,
+    ).toBeNull()
+    expect((await nameAfter(asToken(`user:${userId}`))).updated_by_name).toBeNull()
+    await withTestDatabase((db) =>
+      db.insert(members).values({ tenantId: me.tenantId, userId, role: 'admin' }),
+    )
+    expect((await policyOf(me)) as PolicyView & { updated_by_name: string | null }).toMatchObject({
+      updated_by: `user:${userId}`,
+      updated_by_name: email,
+    })
   })
 
   it('lets owners and admins change it; a member is refused and nothing changes', async () => {

@@ -26,6 +26,7 @@ import { cryptoPolicyViolations } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
+import { actorName } from './actor-names'
 import { actorOf, recordAuditEvent, requireAdmin } from './database'
 import type { PlatformEnv } from './platform.context'
 import {
@@ -52,7 +53,8 @@ const POLICY_FIELDS = [
   'hybridModeRequired',
 ] as const satisfies readonly (keyof CryptoPolicy)[]
 
-async function renderPolicy(view: TenantPolicy) {
+/** The policy as the API shows it; `updatedByName` is actorName() of `updated_by` in this workspace. */
+async function renderPolicy(view: TenantPolicy, updatedByName: string | null) {
   const checks = tokenAlgorithmChecks(view.policy)
   return {
     object: 'crypto_policy' as const,
@@ -69,6 +71,7 @@ async function renderPolicy(view: TenantPolicy) {
     },
     updated_at: view.updatedAt?.toISOString() ?? null,
     updated_by: view.updatedBy,
+    updated_by_name: updatedByName,
     attestation: {
       href: '/platform/v1/crypto/attestation',
       policy_digest: await policyDigest(view.policy),
@@ -125,8 +128,11 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
     }),
     async (c) => {
       const identity = identityOf(c)
-      const view = await withRequestDatabase(c, 'platform', (db) => loadTenantPolicy(db, identity.tenantId))
-      return c.json(await renderPolicy(view), 200)
+      const { view, name } = await withRequestDatabase(c, 'platform', async (db) => {
+        const view = await loadTenantPolicy(db, identity.tenantId)
+        return { view, name: await actorName(db, identity.tenantId, view.updatedBy) }
+      })
+      return c.json(await renderPolicy(view, name), 200)
     },
   )
 
@@ -163,7 +169,7 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
         candidate = { ...fields }
       }
       const policy = validatePolicy(candidate)
-      const view = await withRequestDatabase(c, 'platform', async (db) => {
+      const { view, name } = await withRequestDatabase(c, 'platform', async (db) => {
         // A PUT also repairs an unreadable stored policy: it then has no previous digest to record.
         const previous = await loadTenantPolicy(db, identity.tenantId).catch((err: unknown) => {
           if (err instanceof AppError && err.code === 'crypto_policy_unreadable') return null
@@ -176,9 +182,9 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
           updatedBy: actorOf(identity),
         })
         await recordPolicyChange(c, previous, saved)
-        return saved
+        return { view: saved, name: await actorName(db, identity.tenantId, saved.updatedBy) }
       })
-      return c.json(await renderPolicy(view), 200)
+      return c.json(await renderPolicy(view, name), 200)
     },
   )
 
@@ -195,7 +201,7 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
     async (c) => {
       const identity = requireAdmin(c, 'change the crypto policy')
       const fields = c.req.valid('json')
-      const view = await withRequestDatabase(c, 'platform', async (db) => {
+      const { view, name } = await withRequestDatabase(c, 'platform', async (db) => {
         const current = await loadTenantPolicy(db, identity.tenantId)
         const policy = validatePolicy(overlay(current.policy, fields))
         const saved = await saveTenantPolicy(db, {
@@ -205,9 +211,9 @@ export function cryptoPolicyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): vo
           updatedBy: actorOf(identity),
         })
         await recordPolicyChange(c, current, saved)
-        return saved
+        return { view: saved, name: await actorName(db, identity.tenantId, saved.updatedBy) }
       })
-      return c.json(await renderPolicy(view), 200)
+      return c.json(await renderPolicy(view, name), 200)
     },
   )
 

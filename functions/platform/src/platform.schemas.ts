@@ -82,7 +82,14 @@ export const PolicyViewSchema = z
         .openapi({ description: 'JWS algorithms the policy allows without a violation' }),
     }),
     updated_at: z.string().nullable(),
-    updated_by: z.string().nullable(),
+    updated_by: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Who made the last change: key:<id>, user:<uuid> or sa:<uuid>' }),
+    updated_by_name: z.string().nullable().openapi({
+      description:
+        "That actor's name in this workspace: the key's or service account's name, the person's email; null when it is not (or no longer) one of this workspace's",
+    }),
     attestation: z.object({
       href: z.string(),
       policy_digest: z.string().openapi({

@@ -91,7 +91,7 @@ button[disabled]{opacity:.6;cursor:not-allowed}
 .badge.status-5xx{background:#fdecea;color:#a4211a;border-color:#f1a7a0}
 .badge.test{background:#eef0ff;color:#3730a3;border-color:#b8bdf5}
 .badge.live{background:#e3ecfb;color:#0b3d91;border-color:#9db8ec}
-.verify-result{display:block;margin-top:.35rem;font-size:.88rem}
+.verify-result{display:block;margin-top:.35rem;font-size:.88rem;overflow-wrap:anywhere}
 .verify-result.ok{color:#14532d}
 .verify-result.bad{color:#a4211a}
 meter{width:100%;height:1rem}

@@ -26,8 +26,8 @@ interface Entry {
 }
 
 /**
- * One line about an event, in the words of its kind. `who` turns an actor (`key:<id>`,
- * `user:<id>`) into a name the reader knows, when the page knows it.
+ * One line about an event, in the words of its kind. `who` turns an actor or a token's subject
+ * (`key:<id>`, `user:<id>`) into a name the reader knows, when the page knows it.
  */
 export function describeEvent(
   event: Record<string, unknown>,
@@ -36,7 +36,7 @@ export function describeEvent(
   const s = (k: string) =>
     event[k] === undefined || event[k] === null
       ? ''
-      : k === 'actor'
+      : k === 'actor' || k === 'subject'
         ? who(String(event[k]))
         : String(event[k])
   switch (event.kind) {

@@ -55,7 +55,25 @@ interface PolicyView {
   token_algorithms: { accepted: string[]; compliant: string[] }
   updated_at: string | null
   updated_by: string | null
+  updated_by_name: string | null
   attestation: { policy_digest: string }
+}
+
+/**
+ * Who made the last change, by the name the API resolved in this workspace: the person's email
+ * (or "you"), the key's or the service account's name; the raw actor id only when it has none.
+ */
+export function changedBy(
+  view: Pick<PolicyView, 'updated_by' | 'updated_by_name'>,
+  myUserId?: string,
+): string {
+  const actor = view.updated_by ?? ''
+  const name = view.updated_by_name
+  if (name === null) return actor
+  if (actor.startsWith('user:')) return actor === `user:${myUserId}` ? `you (${name})` : name
+  if (actor.startsWith('key:')) return `key “${name}”`
+  if (actor.startsWith('sa:')) return `service account “${name}”`
+  return name
 }
 
 interface Algorithm {
@@ -183,7 +201,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
             <dt>Last change</dt>
             <dd>
               {formatDate(policy.body.updated_at)}{' '}
-              {policy.body.updated_by ? `by ${policy.body.updated_by}` : ''}
+              {policy.body.updated_by ? `by ${changedBy(policy.body, c.get('workspace').user?.id)}` : ''}
             </dd>
             <dt>Policy digest</dt>
             <dd>

@@ -5,12 +5,17 @@
  * /svc/quantum-reasoning/*; when the plan lacks the feature the page shows the API's refusal.
  */
 import type { Hono } from 'hono'
+import {
+  type InferenceReceiptResponse,
+  RECEIPT_SIGNING_ALGORITHM,
+} from '../../../../../durable-objects/reasoning-job/inference-receipt'
 import type {
   ReasoningJob,
   JobPage as ReasoningJobPage,
 } from '../../../../../durable-objects/reasoning-job/job.schemas'
 import { Actions, ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
 import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
+import type { ApiResult } from '../console-api'
 import { CsrfField, Frame, formatDate, formatNumber } from '../layout'
 
 /** The selection evidence shown for each candidate (all of its fields are one click away). */
@@ -38,6 +43,18 @@ interface Connection {
   target: string
   created_at: string
   last_test?: { ok: boolean; tested_at: string; error: { message: string } | null } | null
+}
+
+/** The latest credential check of a connection, kept by the API (`last_test`). */
+function LastTest({ test }: { test: Connection['last_test'] }) {
+  if (!test) return <span class="hint">never</span>
+  return (
+    <>
+      <span class={`badge ${test.ok ? 'allowed' : 'blocked'}`}>{test.ok ? 'accepted' : 'refused'}</span>{' '}
+      <span class="nowrap">{formatDate(test.tested_at)}</span>
+      {test.error ? <span class="hint"> {test.error.message}</span> : null}
+    </>
+  )
 }
 
 async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
@@ -97,7 +114,7 @@ async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
       {connections.ok ? (
         <DataTable
           label="QPU provider connections"
-          columns={['Name', 'Provider', 'Target', 'Created', admin ? 'Actions' : null]}
+          columns={['Name', 'Provider', 'Target', 'Created', 'Last test', admin ? 'Actions' : null]}
           rows={connections.body.data}
           empty="No connections."
           row={(k) => (
@@ -106,8 +123,11 @@ async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
               <td>
                 {k.kind} <span class="hint mono">{k.base_url}</span>
               </td>
-              <td>{k.target}</td>
+              <td class="nowrap">{k.target}</td>
               <td class="nowrap">{formatDate(k.created_at)}</td>
+              <td>
+                <LastTest test={k.last_test} />
+              </td>
               {admin ? (
                 <td>
                   <Actions>
@@ -153,14 +173,66 @@ async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
   )
 }
 
+/**
+ * The job's signed inference receipt: who signed it with which key, where it sits in the audit log,
+ * and the DSSE envelope itself, to verify offline against the JWKS.
+ */
+function Receipt({ result }: { result: ApiResult<InferenceReceiptResponse> }) {
+  return (
+    <section aria-labelledby="job-receipt" class="panel">
+      <h2 id="job-receipt">Inference receipt</h2>
+      <ApiRefusal result={result} what="The receipt" />
+      {result.ok ? (
+        <>
+          <dl class="facts">
+            <dt>Receipt</dt>
+            <dd>
+              <code>{result.body.receipt_id}</code>
+            </dd>
+            <dt>Issued</dt>
+            <dd>{formatDate(result.body.statement.issued_at)}</dd>
+            <dt>Signed</dt>
+            <dd>
+              {RECEIPT_SIGNING_ALGORITHM} by key{' '}
+              {result.body.envelope.signatures.map((s) => (
+                <code>{s.keyid}</code>
+              ))}{' '}
+              · verify with <a href={result.body.jwks_url}>the published keys</a>
+            </dd>
+            <dt>Audit log</dt>
+            <dd>
+              <a href={`/console/audit-log?before=${result.body.audit_log.index + 1}`}>
+                entry {result.body.audit_log.index}
+              </a>{' '}
+              of <code>{result.body.audit_log.origin}</code>
+            </dd>
+            <dt>Prompt digest</dt>
+            <dd>
+              <code>{result.body.statement.prompt_digest ?? '— (erased before the receipt)'}</code>
+            </dd>
+          </dl>
+          <details>
+            <summary>The signed envelope (DSSE)</summary>
+            <pre class="wrap">{JSON.stringify(result.body.envelope, null, 2)}</pre>
+          </details>
+        </>
+      ) : null}
+    </section>
+  )
+}
+
 async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
-  const found = await c
-    .get('api')
-    .get<{ job: Job }>(`/svc/quantum-reasoning/jobs/${encodeURIComponent(jobId)}`)
+  const path = `/svc/quantum-reasoning/jobs/${encodeURIComponent(jobId)}`
+  const found = await c.get('api').get<{ job: Job }>(path)
   const frame = await frameOf(c, 'Reasoning job', 'reasoning')
   const job = found.ok ? found.body.job : null
+  const receipt = job?.inference_receipt_id
+    ? await c.get('api').get<InferenceReceiptResponse>(`${path}/receipt`)
+    : null
   const cancellable = job && job.status === 'queued'
   const finished = job && ['completed', 'classical_fallback', 'failed', 'cancelled'].includes(job.status)
+  // The detail carries the prompt until the content is erased (a DELETE of a finished job).
+  const erased = finished && job.prompt === undefined
   return html(
     c,
     <Frame frame={frame}>
@@ -186,12 +258,17 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
             </dd>
             <dt>Hardware</dt>
             <dd>
-              {job.requested_real ? 'real QPU requested' : 'simulation'} · {job.real_request_status}
+              {job.requested_real ? 'real QPU requested' : 'simulation'} ·{' '}
+              {job.real_request_status.replaceAll('_', ' ')}
               {job.used_real_qubits ? ' · ran on real qubits' : ''}
             </dd>
             <dt>Attempts</dt>
             <dd>
-              {job.attempt_count} of {job.max_attempts} · outcome {job.outcome_state}
+              {/* attempt_count counts the failed tries of the current step (0: none failed). */}
+              {job.attempt_count === 0
+                ? 'no failed tries'
+                : `${job.attempt_count} failed ${job.attempt_count === 1 ? 'try' : 'tries'} of at most ${job.max_attempts}`}{' '}
+              · outcome {job.outcome_state.replaceAll('_', ' ')}
             </dd>
             <dt>Selection</dt>
             <dd>
@@ -210,6 +287,12 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
             <dt>Created</dt>
             <dd>{formatDate(job.created_at)}</dd>
           </dl>
+          {job.prompt === undefined ? null : (
+            <section aria-labelledby="job-prompt">
+              <h2 id="job-prompt">Prompt</h2>
+              <pre class="wrap">{job.prompt}</pre>
+            </section>
+          )}
           {job.result ? (
             <section aria-labelledby="job-result">
               <h2 id="job-result">Result</h2>
@@ -231,7 +314,11 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
                         .map((k) => `${k.replaceAll('_', ' ')} ${String(candidate[k])}`)
                         .join(' · ')}
                     </p>
-                    <pre class="wrap">{String(candidate.content ?? '')}</pre>
+                    {candidate.content === null || candidate.content === undefined ? (
+                      <p class="hint">Content erased.</p>
+                    ) : (
+                      <pre class="wrap">{String(candidate.content)}</pre>
+                    )}
                     <details>
                       <summary>All fields of candidate {i}</summary>
                       <pre>{JSON.stringify(candidate, null, 2)}</pre>
@@ -241,7 +328,9 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
               </ol>
             </section>
           ) : null}
-          {cancellable || finished ? (
+          {receipt ? <Receipt result={receipt} /> : null}
+          {erased ? <p class="hint">This job’s content is erased.</p> : null}
+          {cancellable || (finished && !erased) ? (
             <div class="form-actions">
               <PostAction
                 action={`/console/reasoning/jobs/${job.id}/delete`}
@@ -272,11 +361,18 @@ export function reasoningPages(app: Hono<ConsoleApp>): void {
 
   app.post('/reasoning/jobs/:id/delete', async (c) => {
     const id = c.req.param('id')
-    const result = await c.get('api').send('DELETE', `/svc/quantum-reasoning/jobs/${encodeURIComponent(id)}`)
+    const path = `/svc/quantum-reasoning/jobs/${encodeURIComponent(id)}`
+    // The same DELETE cancels a queued job and erases a finished one: the status before says which.
+    const before = await c.get('api').get<{ job: Job }>(path)
+    const result = await c.get('api').send<{ job: Job }>('DELETE', path)
     return renderJob(
       c,
       id,
-      result.ok ? { kind: 'ok', text: 'Done.' } : { kind: 'error', text: result.error.message },
+      !result.ok
+        ? { kind: 'error', text: result.error.message }
+        : before.ok && before.body.job.status === 'queued'
+          ? { kind: 'ok', text: 'Job cancelled: it will not run, and its reserved credits are released.' }
+          : { kind: 'ok', text: 'The job’s content is erased; its metadata, digests and scores are kept.' },
     )
   })
 
@@ -298,21 +394,20 @@ export function reasoningPages(app: Hono<ConsoleApp>): void {
   app.post('/reasoning/connections/:id/test', async (c) => {
     const tested = await c
       .get('api')
-      .send<{ test?: { ok: boolean; error: { message: string } | null } }>(
+      .send<{ connection: Connection; test: NonNullable<Connection['last_test']> }>(
         'POST',
         `/svc/quantum-reasoning/provider-connections/${encodeURIComponent(c.req.param('id'))}/test`,
       )
-    const test = tested.ok ? tested.body.test : undefined
+    if (!tested.ok) return renderReasoning(c, { kind: 'error', text: tested.error.message }, tested.status)
+    const { connection, test } = tested.body
     return renderReasoning(
       c,
-      !tested.ok
-        ? { kind: 'error', text: tested.error.message }
-        : test && !test.ok
-          ? {
-              kind: 'error',
-              text: `The provider refused the credential: ${test.error?.message ?? 'unknown error'}`,
-            }
-          : { kind: 'ok', text: 'The provider accepted the credential.' },
+      test.ok
+        ? { kind: 'ok', text: `The provider accepted the credential of “${connection.name}”.` }
+        : {
+            kind: 'error',
+            text: `The provider refused the credential of “${connection.name}”: ${test.error?.message ?? 'unknown error'}`,
+          },
     )
   })
 
