@@ -44,7 +44,7 @@ import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/p
 import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
 import { appendAuditEvent } from '../audit-log/audit-client'
-import { writeIndex } from '../postgres-index'
+import { indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
   type ContentCipher,
   contentCipher,
@@ -421,7 +421,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   private async run(kind: DueWorkKind): Promise<void> {
     switch (kind) {
       case 'record_sync':
-        this.store.schedule('record_sync', this.now() + RETRY_SIDE_WORK_MS)
+        this.store.schedule('record_sync', this.now() + this.indexRetryDelay())
         await this.syncRecord()
         return
       case 'meter_settle':
@@ -1098,6 +1098,12 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
 
   // --- side work --------------------------------------------------------------------------------
 
+  /** How long a failed index write waits: it backs off as the row lags behind the job. */
+  private indexRetryDelay(): number {
+    const job = this.store.job()
+    return job ? indexRetryDelayMs(this.now(), job.updated_at) : RETRY_SIDE_WORK_MS
+  }
+
   /** Writes the record to the Postgres index; done (unscheduled) when the stored version is in. */
   private async syncRecord(): Promise<void> {
     const job = this.store.job()
@@ -1119,7 +1125,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         }),
     )
     if (!written) {
-      this.store.schedule('record_sync', this.now() + RETRY_SIDE_WORK_MS)
+      this.store.schedule('record_sync', this.now() + this.indexRetryDelay())
       return
     }
     if (this.store.job()?.record_version === job.record_version) this.store.unschedule('record_sync')
