@@ -6,6 +6,19 @@
  */
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../shared/db/client'
 
+/** The first retry of a failed index write, and the longest wait between two. */
+export const INDEX_RETRY_MIN_MS = 5_000
+export const INDEX_RETRY_MAX_MS = 300_000
+
+/**
+ * When to try a failed index write again: 5 s after the change, then about as long again as the
+ * index has already lagged (so the waits double), at most 5 minutes. A long Postgres outage then
+ * wakes each waiting object about a dozen times an hour instead of 720.
+ */
+export function indexRetryDelayMs(now: number, changedAt: number): number {
+  return Math.min(INDEX_RETRY_MAX_MS, Math.max(INDEX_RETRY_MIN_MS, now - changedAt))
+}
+
 export async function writeIndex(
   env: DatabaseEnv,
   /** What the log line names: the event and the object's id. */

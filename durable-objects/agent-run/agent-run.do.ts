@@ -17,7 +17,8 @@
  * - The index: every change a list shows (created, a turn started or ended, cancelled) bumps the index
  *   version and writes `index_sync` due work in the same transaction; the object then writes the
  *   row at once (in the background, or before answering a cancel), and while Postgres is down the
- *   alarm retries it every INDEX_RETRY_MS. The row never moves backwards (it carries the version).
+ *   alarm retries it, backing off (durable-objects/postgres-index.ts). The row never moves backwards
+ *   (it carries the version).
  * - The owner (tenant + principal) is recorded with the first turn; anyone else gets the same
  *   404 as for a run that does not exist.
  */
@@ -27,7 +28,7 @@ import { AppError, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
 import type { Identity } from '../../shared/worker/request-context'
-import { writeIndex } from '../postgres-index'
+import { INDEX_RETRY_MIN_MS, indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
   type EventDataOf,
   EventSequencer,
@@ -51,8 +52,6 @@ import type { TurnSettings } from './turn-settings'
 
 /** How long after a turn ended (or a failed send) its usage is sent again if not acknowledged. */
 const METER_SETTLE_RETRY_MS = 5_000
-/** How soon a failed index write (Postgres down or busy) is tried again. */
-export const INDEX_RETRY_MS = 5_000
 
 /** Who is asking: the run's owner must match exactly. */
 export interface RunOwner {
@@ -440,7 +439,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
 
   /**
    * Writes the run's row to the Postgres index; done (unscheduled) when the version written is
-   * still the run's, due again at once when the run changed meanwhile, in INDEX_RETRY_MS when the
+   * still the run's, due again at once when the run changed meanwhile, after a backoff when the
    * write failed. Re-arms the alarm either way.
    */
   private async syncIndex(): Promise<void> {
@@ -455,11 +454,17 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       { event: 'agent_run_index_write_failed', ref: { run_id: run.run_id } },
       (db) => writeRunIndex(db, run, turnCount),
     )
-    if (!written) this.store.schedule('index_sync', INDEX_SYNC_REF, this.now() + INDEX_RETRY_MS)
+    if (!written) this.store.schedule('index_sync', INDEX_SYNC_REF, this.now() + this.indexRetryDelay())
     else if (this.store.run()?.index_version === run.index_version)
       this.store.unschedule('index_sync', INDEX_SYNC_REF)
     else this.store.schedule('index_sync', INDEX_SYNC_REF, this.now())
     await this.armAlarm()
+  }
+
+  /** How long a failed index write waits: it backs off as the row lags behind the run. */
+  private indexRetryDelay(): number {
+    const run = this.store.run()
+    return run ? indexRetryDelayMs(this.now(), run.updated_at) : INDEX_RETRY_MIN_MS
   }
 
   /** Runs the loop of a turn in the background; the turn's own events end it. */
@@ -639,7 +644,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
           await this.settleTurn(work.ref)
           break
         case 'index_sync':
-          this.store.schedule('index_sync', work.ref, this.now() + INDEX_RETRY_MS)
+          this.store.schedule('index_sync', work.ref, this.now() + this.indexRetryDelay())
           await this.syncIndex()
           break
       }

@@ -192,6 +192,46 @@ describe('RateLimiter: ledger and flush', () => {
     expect(h.store.ledger.get('older')).toMatchObject({ status: null, latencyMs: null })
   })
 
+  it('an admitted request that failed is logged once with its status and zero charge; the balance does not move', async () => {
+    const store = new MemoryStore()
+    store.balance = { ...store.balance, tokensUsed: 1_000, creditsUnits: 50_000, usageCreditsEnabled: true }
+    const h = await harness('live', 'pro', store)
+    await h.acquire('ok')
+    await h.acquire('failed')
+    await h.stub.settle({ ...h.settleInput('ok', 40, 10), status: 200, latencyMs: 300 })
+    const failed = {
+      ...h.settleInput('failed', 0, 0),
+      usage: null,
+      provider: 'none',
+      status: 502,
+      latencyMs: 2_100,
+    }
+    expect(await h.stub.settle(failed)).toEqual({ recorded: true, creditsUnits: 0 })
+    // A resend (lost answer) changes nothing.
+    expect(await h.stub.settle(failed)).toEqual({ recorded: false, creditsUnits: 0 })
+    await runDurableObjectAlarm(h.stub)
+    expect(
+      [...h.store.ledger.values()].map((e) => [
+        e.reservationId,
+        e.status,
+        e.promptTokens + e.completionTokens,
+        e.creditsUnits,
+      ]),
+    ).toEqual([
+      ['ok', 200, 50, 0],
+      ['failed', 502, 0, 0],
+    ])
+    expect(h.store.ledger.get('failed')).toMatchObject({ provider: 'none', quantity: 0, latencyMs: 2_100 })
+    expect(h.store.balance).toMatchObject({ tokensUsed: 1_050, creditsUnits: 50_000, overageUnits: 0 })
+    // After a restart the object's own figures agree: the failed row adds nothing to them.
+    await evictDurableObject(h.stub)
+    await h.install()
+    const snapshot = await h.stub.snapshot({ tenantId: h.tenantId, mode: 'live', planId: 'pro' })
+    const before = await runInDurableObject(h.stub, (instance: RateLimiter) => instance.keptLedger())
+    expect(before.map((e) => e.reservationId)).toEqual(['ok', 'failed'])
+    expect(snapshot?.remainingTokens).toBe((snapshot?.limitTokens ?? 0) - 50)
+  })
+
   it('a settle resent after the object stopped remembering its reservation writes no second row', async () => {
     const h = await harness('live', 'pro')
     await h.acquire('a')

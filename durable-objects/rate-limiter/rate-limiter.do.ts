@@ -14,7 +14,8 @@
  *                       holds the answer until the write is durable: an acknowledged settle
  *                       survives a crash); the flush alarm is armed. Idempotent per reservation id
  *                       (chosen by the client per request: request ids come from x-request-id and
- *                       may repeat). usage = null releases the reservation.
+ *                       may repeat). usage = null releases the reservation (with a failure
+ *                       status, a zero-charge row for the request log).
  *   checkpoint(usage) → what a request still running has used so far (a stream's delivered
  *                       tokens), kept in `open_requests` until it settles; one silent for
  *                       ORPHAN_AFTER_MS (its isolate died mid-stream) is settled by the alarm with

@@ -146,11 +146,61 @@ describe('TenantLimiter: tokens per minute', () => {
   it('a released reservation (nothing produced) gives its tokens back and writes no ledger entry', () => {
     const limiter = new TenantLimiter('live', balance(), PLAN_CATALOG)
     limiter.acquire(free, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 39_000 }, NOW)
+    // No status, or one that is no failure (a duplicate admission given back): nothing to log.
     expect(limiter.settle(free, settleRequest('a', null), NOW + 5)).toBeNull()
     expect(limiter.inFlight).toBe(0)
     expect(
       limiter.acquire(free, { reservationId: 'b', model: 'svc-cell', estimatedTokens: 39_000 }, NOW + 6).kind,
     ).toBe('granted')
+    expect(limiter.settle(free, { ...settleRequest('b', null), status: 200 }, NOW + 7)).toBeNull()
+  })
+
+  it('a request released with a failure status gets a zero-charge row: tokens given back, balance untouched', () => {
+    const start = balance({ tokensUsed: 150_000, creditsUnits: 5_000, usageCreditsEnabled: true })
+    const limiter = new TenantLimiter('live', { ...start, resourceUse: new Map() }, PLAN_CATALOG)
+    limiter.acquire(free, { reservationId: 'a', model: 'svc-cell', estimatedTokens: 39_000 }, NOW)
+    const entry = limiter.settle(
+      free,
+      { ...settleRequest('a', null), provider: 'none', status: 502, latencyMs: 1_234 },
+      NOW + 5,
+    )
+    expect(entry).toEqual({
+      reservationId: 'a',
+      requestId: 'req_a',
+      createdAt: NOW,
+      principal: 'key:k',
+      mode: 'live',
+      endpoint: 'chat.completions',
+      model: 'svc-cell',
+      provider: 'none',
+      promptTokens: 0,
+      completionTokens: 0,
+      cachedTokens: 0,
+      reasoningTokens: 0,
+      unit: 'tokens',
+      quantity: 0,
+      creditsUnits: 0,
+      estimated: false,
+      status: 502,
+      latencyMs: 1_234,
+    })
+    expect(limiter.inFlight).toBe(0)
+    expect(limiter.balance).toMatchObject({ tokensUsed: 150_000, creditsUnits: 5_000, overageUnits: 0 })
+    expect(limiter.balance?.resourceUse.size).toBe(0)
+    // Its estimate left the tokens window; the request itself still counts against requests per minute.
+    expect(limiter.snapshot(free, NOW + 6)).toMatchObject({
+      remainingTokens: free.tokensPerMinute,
+      remainingRequests: free.requestsPerMinute - 1,
+    })
+    // A paid tool's failed call: its own unit, nothing used.
+    limiter.acquire(
+      free,
+      { reservationId: 't', model: 'web_search', estimatedTokens: 0, estimatedQuantity: 1 },
+      NOW,
+    )
+    expect(
+      limiter.settle(free, { ...settleRequest('t', null, 'web_search'), status: 502 }, NOW + 9),
+    ).toMatchObject({ unit: 'requests', quantity: 0, creditsUnits: 0, status: 502 })
   })
 })
 

@@ -449,7 +449,8 @@ export class TenantLimiter {
 
   /**
    * Ends a request: the reservation becomes the tokens used (or nothing, when usage is null).
-   * Returns the ledger entry to store, or null when nothing was metered.
+   * Returns the ledger entry to store: the usage, or for a request released with a failure status
+   * its zero-charge row for the request log; null when there is nothing to record.
    */
   settle(plan: BillingPlan, request: SettleRequest, now: number): LedgerEntry | null {
     const lease = request.leaseId === undefined ? undefined : this.leases.get(request.leaseId)
@@ -473,7 +474,8 @@ export class TenantLimiter {
     } else if (usage) {
       this.tokens.add(now, total)
     }
-    if (!usage) return null
+    const createdAt = reservation?.at ?? lease?.at ?? now
+    if (!usage) return failedAfterAdmission(request, this.mode, createdAt)
 
     let creditsUnits = 0
     const balance = this.balanceState
@@ -501,7 +503,7 @@ export class TenantLimiter {
     return {
       reservationId: request.reservationId,
       requestId: request.requestId,
-      createdAt: reservation?.at ?? lease?.at ?? now,
+      createdAt,
       principal: request.principal,
       mode: this.mode,
       endpoint: request.endpoint,
@@ -587,6 +589,41 @@ export class TenantLimiter {
     balance.resourceUse.clear()
     balance.overageUnits = 0
     balance.creditsUnits = Math.max(balance.creditsUnits, plan.includedCreditsCents * CREDIT_UNITS_PER_CENT)
+  }
+}
+
+/**
+ * The request log's row for an admitted request that failed before producing anything (a provider
+ * 5xx, a tool's error, a turn that failed or was cancelled before any token): the status its
+ * client got, its latency, and nothing used or charged, so balances, allowances and the usage
+ * charts' token and credit sums are as without it. A release without a failure status (a
+ * duplicate admission given back, a job whose failure its own resource shows) records nothing.
+ */
+function failedAfterAdmission(
+  request: SettleRequest,
+  mode: MeteringMode,
+  createdAt: number,
+): LedgerEntry | null {
+  if (request.status === null || request.status === undefined || request.status < 400) return null
+  return {
+    reservationId: request.reservationId,
+    requestId: request.requestId,
+    createdAt,
+    principal: request.principal,
+    mode,
+    endpoint: request.endpoint,
+    model: request.model,
+    provider: request.provider,
+    promptTokens: 0,
+    completionTokens: 0,
+    cachedTokens: 0,
+    reasoningTokens: 0,
+    unit: unitOf(request.model),
+    quantity: 0,
+    creditsUnits: 0,
+    estimated: false,
+    status: request.status,
+    latencyMs: request.latencyMs ?? null,
   }
 }
 

@@ -47,7 +47,7 @@ import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/p
 import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
 import { appendAuditEvent } from '../audit-log/audit-client'
-import { writeIndex } from '../postgres-index'
+import { indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
   type ContentCipher,
   contentCipher,
@@ -69,7 +69,6 @@ import {
   CANCELLABLE_STATUSES,
   isTerminal,
   type JobCreateRequest,
-  type JobStatus,
   type ReasoningJob as ReasoningJobRecord,
   SCORING_METHOD_OF,
 } from './job.schemas'
@@ -216,15 +215,6 @@ export function quotedTokens(model: JobCreateRequest['model'], prompt: string): 
   const comparisons = SCORING_METHOD_OF[model] === 'swarm_judge' ? n * (n - 1) : 0
   const judging = comparisons * (promptTokens + 2 * CANDIDATE_MAX_TOKENS + JUDGE_MAX_TOKENS)
   return candidates + judging
-}
-
-/**
- * A finished job as the request log records it: the create call answered 202 before the outcome
- * was known, so the row carries the outcome's status (shared/metering/request-status.ts).
- */
-function jobStatusCode(status: JobStatus): number {
-  if (status === 'completed' || status === 'classical_fallback') return outcomeStatus('completed')
-  return outcomeStatus(status === 'cancelled' ? 'cancelled' : 'failed')
 }
 
 /** The content name of a candidate's text (bound into its ciphertext's associated data). */
@@ -448,7 +438,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   private async run(kind: DueWorkKind): Promise<void> {
     switch (kind) {
       case 'record_sync':
-        this.store.schedule('record_sync', this.now() + RETRY_SIDE_WORK_MS)
+        this.store.schedule('record_sync', this.now() + this.indexRetryDelay())
         await this.syncRecord()
         return
       case 'meter_settle':
@@ -978,8 +968,15 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     }).settle(
       record.grant,
       executed
-        ? { usage: NO_TOKENS, quantity: 1, estimated: false, provider: 'ionq', status: 200 }
-        : { usage: null, estimated: false, provider: 'none', status: jobStatusCode(job.status) },
+        ? {
+            usage: NO_TOKENS,
+            quantity: 1,
+            estimated: false,
+            provider: 'ionq',
+            status: outcomeStatus('completed'),
+          }
+        : // Released: the job shows why; its create call succeeded, so no failed request is logged.
+          { usage: null, estimated: false, provider: 'none', status: null },
     )
     if (!delivered) return
     this.qpu.markSettled()
@@ -1142,6 +1139,12 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
 
   // --- side work --------------------------------------------------------------------------------
 
+  /** How long a failed index write waits: it backs off as the row lags behind the job. */
+  private indexRetryDelay(): number {
+    const job = this.store.job()
+    return job ? indexRetryDelayMs(this.now(), job.updated_at) : RETRY_SIDE_WORK_MS
+  }
+
   /** Writes the record to the Postgres index; done (unscheduled) when the stored version is in. */
   private async syncRecord(): Promise<void> {
     const job = this.store.job()
@@ -1163,7 +1166,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         }),
     )
     if (!written) {
-      this.store.schedule('record_sync', this.now() + RETRY_SIDE_WORK_MS)
+      this.store.schedule('record_sync', this.now() + this.indexRetryDelay())
       return
     }
     if (this.store.job()?.record_version === job.record_version) this.store.unschedule('record_sync')
@@ -1186,7 +1189,9 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       usage: succeeded && usage.totalTokens > 0 ? usage : null,
       estimated: false,
       provider: job.test_mode ? 'svc-test-mode' : (this.store.candidates()[0]?.provider ?? 'none'),
-      status: jobStatusCode(job.status),
+      // A completed job's row says 200 (its create call answered 202 before the outcome was
+      // known); a failed or cancelled job is released and shows why on its own resource.
+      status: succeeded ? outcomeStatus('completed') : null,
       endedAt: job.completed_at ?? job.updated_at,
     })
     if (!delivered) return

@@ -75,7 +75,10 @@ export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
 export type RateLimiterNamespace = DurableObjectNamespace<RateLimiterRpc>
 
 export interface MeterUsage {
-  /** null when nothing was produced (the reservation is released, no ledger row). */
+  /**
+   * null when nothing was produced: the reservation is released, and only a failure status (400
+   * or more) leaves a row, at zero charge, for the request log.
+   */
   readonly usage: NormalizedUsage | null
   /** A paid tool's use in its unit (web_search: 1 request; transcription: seconds of audio). */
   readonly quantity?: number
@@ -85,9 +88,11 @@ export interface MeterUsage {
   readonly provider: string
   /**
    * The HTTP status the client received, recorded in the request log (docs/plans.md, "The request
-   * log"): for a stream that ended in an error event 502, for one the client cancelled 499.
+   * log"): for a stream that ended in an error event 502, for one the client cancelled 499. With
+   * usage null, a status of 400 or more records the failed request with zero charge; null records
+   * nothing (a job's failure is shown by the job, its create call having succeeded).
    */
-  readonly status: number
+  readonly status: number | null
   /**
    * When the request's work ended (epoch ms), for a settle sent later than that (a retry after a
    * restart); default: now. Latency is measured from the grant's admittedAt to this.

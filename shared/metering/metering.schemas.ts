@@ -85,7 +85,11 @@ export const SettleInputSchema = MeteringScopeSchema.extend({
   principal: z.string().min(1).max(256),
   /** Provider id that served the request (`svc-test-mode` in test mode). */
   provider: z.string().min(1).max(64),
-  /** null: nothing was produced (upstream refused or failed before answering) → the reservation is released, no ledger row. */
+  /**
+   * null: nothing was produced (upstream refused or failed before answering) → the reservation is
+   * released; with a failure status (400 or more) a zero-charge row records it in the request log,
+   * otherwise no row.
+   */
   usage: MeteredUsageSchema.nullable(),
   /** True when the usage was counted with the tokenizer (stream cut, upstream sent none). */
   estimated: z.boolean(),

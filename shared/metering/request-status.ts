@@ -6,11 +6,13 @@
  *
  *   completed → 200
  *   failed    → 502  the stream ended in an error event (the model provider failed or was cut
- *                    off), a turn or job failed: what a JSON answer gets when every provider fails
+ *                    off), a turn failed: what a JSON answer gets when every provider fails
  *   cancelled → 499  the client went away or cancelled first (nginx's "client closed request",
  *                    as Cloudflare's own logs show it)
  *
- * docs/plans.md ("The request log") says the same for readers of the console.
+ * A job that fails or is cancelled is released and logs no request: its create call succeeded,
+ * and the job itself says what became of it. docs/plans.md ("The request log") says the same for
+ * readers of the console.
  */
 export type WorkOutcome = 'completed' | 'failed' | 'cancelled'
 

@@ -4,7 +4,8 @@
  * tool's monthly allowance, then usage credits and the spend cap, with the same action-required
  * refusals), the work runs, and its use is settled in the tool's unit before the caller answers,
  * so a client that got its result can rely on the use being recorded. A call whose work fails
- * records nothing (its reservation is released). Test-mode identities are rate limited and
+ * is released: nothing is used or charged, and the request log gets its row with the error's
+ * status and zero charge. Test-mode identities are rate limited and
  * recorded with zero credits, never billed (their own RateLimiter object).
  */
 import { toAppError } from '../http/errors'

@@ -146,6 +146,9 @@ export interface LedgerRow {
   quantity: number
   credits_cents: string
   estimated: boolean
+  /** The status the client received; null for a request billed from its last checkpoint. */
+  status: number | null
+  latency_ms: number | null
 }
 
 export async function ledgerRows(tenantId: string): Promise<LedgerRow[]> {
@@ -153,7 +156,7 @@ export async function ledgerRows(tenantId: string): Promise<LedgerRow[]> {
     const result = await db.execute<LedgerRow & Record<string, unknown>>(sql`
       select request_id, mode, endpoint, model, provider, principal, prompt_tokens, completion_tokens,
         cached_tokens, reasoning_tokens, unit, quantity::int as quantity, credits_cents::text as credits_cents,
-        estimated
+        estimated, status, latency_ms
       from usage_ledger where tenant_id = ${tenantId}::uuid and principal <> 'seed' order by created_at`)
     return result.rows
   })

@@ -226,6 +226,23 @@ describe(`chat upstream: failover and retries (${stack.kind})`, () => {
     )
     expect(await routesOf(t)).toEqual(['primary', 'backup', 'primary', 'backup'])
     expect(res.headers.get('x-ratelimit-remaining-requests')).not.toBeNull()
+    // Admitted, then failed: in the request log with its 502 and latency, nothing used or charged.
+    const requestId = res.headers.get('x-request-id')
+    const rows = await waitForLedger(team.tenantId, (r) => r.some((row) => row.request_id === requestId))
+    expect(rows.find((row) => row.request_id === requestId)).toMatchObject({
+      provider: 'none',
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      quantity: 0,
+      credits_cents: '0.0000',
+      estimated: false,
+      status: 502,
+    })
+    expect(rows.find((row) => row.request_id === requestId)?.latency_ms).toBeGreaterThan(0)
+    // The balance is still the sum of the rows (it moves in the transaction that inserts them).
+    const live = rows.filter((r) => r.mode === 'live')
+    const tokens = live.reduce((sum, r) => sum + r.prompt_tokens + r.completion_tokens, 0)
+    expect(Number((await balanceOf(team.tenantId)).tokens_used)).toBe(tokens)
   })
 })
 

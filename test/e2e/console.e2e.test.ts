@@ -393,27 +393,36 @@ describe('console: usage', () => {
     expect(await page.locator('table').last().textContent()).toContain('No metered requests yet.')
   })
 
-  it('a live stream that ended in an error event after its 200 head is logged as 502, with its latency', async () => {
-    const marker = tag('console-502')
+  it('live requests that failed are logged with their status: a stream cut by an error event, a provider 5xx at zero charge', async () => {
+    const live = (content: string, stream: boolean) =>
+      fetch(url('/svc/chat/completions'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ws.liveKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-cell', stream, messages: [{ role: 'user', content }] }),
+      })
+    // A stream whose provider sends an error event after its 200 head.
+    const cut = tag('console-cut')
     await upstream.script({
-      match: { contains: marker },
+      match: { contains: cut },
       fault: { kind: 'error_event', afterChunks: 2 },
       times: 1,
     })
-    const res = await fetch(url('/svc/chat/completions'), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ws.liveKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'svc-cell',
-        stream: true,
-        messages: [{ role: 'user', content: `Tell me a story ${marker}` }],
-      }),
-    })
-    expect(res.status).toBe(200)
-    const events = await res.text()
+    const streamed = await live(`Tell me a story ${cut}`, true)
+    expect(streamed.status).toBe(200)
+    const events = await streamed.text()
     expect(events).toContain('"type":"upstream_error"')
     expect(events).not.toContain('[DONE]')
-    const requestId = res.headers.get('x-request-id') ?? ''
+    // A JSON request whose provider answers 500 on every try: 502, nothing produced.
+    const down = tag('console-down')
+    await upstream.script({ match: { contains: down }, fault: { kind: 'status', status: 500 } })
+    const failed = await live(`Hello ${down}`, false)
+    expect(failed.status).toBe(502)
+    // One success on the same provider closes its breaker's count again for later tests.
+    expect((await live('Hello again', false)).status).toBe(200)
+    const ids = {
+      cut: streamed.headers.get('x-request-id') ?? '',
+      down: failed.headers.get('x-request-id') ?? '',
+    }
     try {
       await page.goto(url('/console/usage?days=7'))
       await page.getByRole('button', { name: 'Live', exact: true }).click()
@@ -427,11 +436,16 @@ describe('console: usage', () => {
           },
           { timeout: 15_000 },
         )
-        .toContain(requestId)
+        .toContain(ids.down)
       const headers = await log.locator('thead th').allTextContents()
-      const cells = log.locator('tbody tr', { hasText: requestId }).locator('td')
-      expect(await cells.nth(headers.indexOf('Status')).textContent()).toBe('502')
-      expect(await cells.nth(headers.indexOf('Latency')).textContent()).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+      const cell = (id: string, column: string) =>
+        log.locator('tbody tr', { hasText: id }).locator('td').nth(headers.indexOf(column)).textContent()
+      expect(await cell(ids.cut, 'Status')).toBe('502')
+      expect(await cell(ids.cut, 'Latency')).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+      expect(await cell(ids.down, 'Status')).toBe('502')
+      expect(await cell(ids.down, 'Latency')).toMatch(/^\d+ ms$|^\d+\.\d+ s$/)
+      expect(await cell(ids.down, 'Tokens in / out')).toBe('0 / 0')
+      expect(await cell(ids.down, 'Credits')).toBe('$0.00')
       await shots('usage-live')
     } finally {
       await page.getByRole('button', { name: 'Test', exact: true }).click()

@@ -5,8 +5,9 @@
  * Order: the deployment must have a provider (503 `search_unavailable`, nothing metered), then
  * the tenant's RateLimiter admits the search (one request against requests per minute and the
  * plan's monthly web search allowance; 402/429 action-required, or 503 `metering_unavailable`),
- * then the providers are tried in order (502 when every one failed, nothing recorded), and the
- * search is recorded as one request of `web_search` before the caller gets its results.
+ * then the providers are tried in order (502 when every one failed: nothing used or charged, the
+ * request log shows the 502), and the search is recorded as one request of `web_search` before
+ * the caller gets its results.
  */
 import { meterToolCall, openMeter } from '../../../shared/metering'
 import { resolvePlan } from '../../../shared/plans'

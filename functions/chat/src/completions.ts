@@ -25,7 +25,11 @@ import type { ModelAlias } from '../../../shared/catalog/model-aliases'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import { type MeterGrant, openMeter } from '../../../shared/metering/metering-client'
-import { outcomeStatus, type WorkOutcome } from '../../../shared/metering/request-status'
+import {
+  CLIENT_CLOSED_REQUEST,
+  outcomeStatus,
+  type WorkOutcome,
+} from '../../../shared/metering/request-status'
 import { checkChatEntitlements } from '../../../shared/plans/entitlements'
 import { resolvePlan } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError, type UpgradeDecision } from '../../../shared/plans/upgrade-decision'
@@ -243,9 +247,9 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
     })
   } catch (err) {
     const error = withHeaders(err, grant.headers)
-    executionCtx.waitUntil(
-      meter.settle(grant, { usage: null, estimated: false, provider: 'none', status: error.status }),
-    )
+    // Admitted, then failed before any output: logged with the status the client gets, zero charge.
+    const status = call.signal?.aborted ? CLIENT_CLOSED_REQUEST : error.status
+    executionCtx.waitUntil(meter.settle(grant, { usage: null, estimated: false, provider: 'none', status }))
     throw error
   }
 

@@ -98,6 +98,22 @@ describe('API keys: create and list', () => {
     expect((await list(me, '?mode=test')).map((k) => k.id)).toEqual([test.id])
   })
 
+  it("names the entries' actors by the workspace's own names beside the entries", async () => {
+    const me = await owner()
+    const deployer = await create(me, { name: 'deploy bot' })
+    const asDeployer = apiKeyIdentity({ tenantId: me.tenantId, keyId: deployer.id })
+    await create(asDeployer, { name: 'made by the bot' })
+    const res = await call(me, 'GET', '/platform/v1/audit-log/entries')
+    const body = (await res.json()) as {
+      data: { event: Record<string, unknown> }[]
+      names: Record<string, string>
+    }
+    expect(body.data.map((e) => e.event.actor)).toContain(`key:${deployer.id}`)
+    expect(body.names[`key:${deployer.id}`]).toBe('deploy bot')
+    // The owner's identity is a key id with no row: unknown ids are simply not named.
+    expect(Object.keys(body.names)).toEqual([`key:${deployer.id}`])
+  })
+
   it('records every creation in the audit log, without the secret', async () => {
     const me = await owner()
     const created = await create(me, { name: 'audited', scopes: ['platform:read'] })

@@ -55,6 +55,10 @@ export const EntryListSchema = z
     log: z.enum(['tenant', 'platform']),
     tree_size: z.number().int().openapi({ description: 'Entries in the log now (signed or not)' }),
     data: z.array(EntrySchema),
+    names: z.record(z.string(), z.string()).openapi({
+      description:
+        "Names of the keys, people and service accounts these entries' `actor` and `subject` fields name (`key:<id>`, `user:<uuid>`, `sa:<uuid>`), resolved in the caller's workspace: a key's or account's name, a member's email. Not part of what is hashed; empty for the platform log, absent names are unknown here",
+    }),
   })
   .openapi('AuditLogEntryList')
 

@@ -18,6 +18,8 @@ import {
 import { toBase64 } from '../../../shared/audit/checkpoint'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { withRequestDatabase } from '../../../shared/worker/request-database'
+import { actorNames } from './actor-names'
 import {
   CheckpointSchema,
   ConsistencyProofSchema,
@@ -171,18 +173,23 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       }
       const { tenantId, stub } = logFor(c, log)
       const result = unwrap(await stub.entries({ tenantId, start, end }))
+      const data = result.entries.map((e) => ({
+        index: e.index,
+        leaf_hash: toBase64(e.leafHash),
+        entry: e.entry,
+        event: (JSON.parse(e.entry) as { event: Record<string, unknown> }).event,
+      }))
+      const named = new Set(
+        data.flatMap(({ event }) =>
+          [event.actor, event.subject].filter((v): v is string => typeof v === 'string'),
+        ),
+      )
+      const names =
+        tenantId !== null && named.size > 0
+          ? await withRequestDatabase(c, 'platform', (db) => actorNames(db, tenantId, named))
+          : new Map<string, string>()
       return c.json(
-        {
-          object: 'list' as const,
-          log,
-          tree_size: result.size,
-          data: result.entries.map((e) => ({
-            index: e.index,
-            leaf_hash: toBase64(e.leafHash),
-            entry: e.entry,
-            event: (JSON.parse(e.entry) as { event: Record<string, unknown> }).event,
-          })),
-        },
+        { object: 'list' as const, log, tree_size: result.size, data, names: Object.fromEntries(names) },
         200,
       )
     },

@@ -13,7 +13,7 @@ import type { Identity } from '../../../shared/worker/request-context'
 import { createTenant, databaseEnv, withTestDatabase } from '../../../test/unit/database'
 import { apiKeyIdentity, callFamily } from '../../../test/unit/family-call'
 import PlatformWorker from './index'
-import { UsageRequestListSchema } from './workspace.schemas'
+import { UsageRequestListSchema, UsageSchema } from './workspace.schemas'
 
 const pro = getPlan('pro', PLAN_CATALOG)!
 
@@ -97,6 +97,43 @@ describe('GET /platform/v1/usage/requests: status and latency', () => {
     expect((await requests(apiKeyIdentity({ tenantId: otherTenant }))).data.map((r) => r.request_id)).toEqual(
       ['req-elsewhere'],
     )
+  })
+
+  it('a request that failed after admission is listed with its status; the charts count it, its tokens and credits are zero', async () => {
+    const tenantId = await createTenant()
+    const keyId = crypto.randomUUID()
+    const now = Date.now()
+    const failed = {
+      provider: 'none',
+      promptTokens: 0,
+      completionTokens: 0,
+      quantity: 0,
+      status: 502,
+      latencyMs: 2_100,
+    }
+    await withTestDatabase((db) =>
+      flushLedger(
+        db,
+        tenantId,
+        'test',
+        [entry('req-ok', keyId, now - 2_000), entry('req-down', keyId, now - 1_000, failed)],
+        pro,
+        now,
+      ),
+    )
+    const owner = apiKeyIdentity({ tenantId })
+    expect((await requests(owner)).data[0]).toMatchObject({
+      request_id: 'req-down',
+      status: 502,
+      latency_ms: 2_100,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      credits_cents: 0,
+    })
+    const res = await callFamily(PlatformWorker, databaseEnv, '/platform/v1/usage?days=7&mode=test', {
+      identity: owner,
+    })
+    expect(UsageSchema.parse(await res.json()).totals).toEqual({ requests: 2, tokens: 42, credits_cents: 0 })
   })
 
   it("a member sees the status and latency of their own credential's requests only", async () => {

@@ -112,7 +112,9 @@ export const UsageDaySchema = z.object({
   day: z.string().openapi({ description: 'YYYY-MM-DD (UTC)' }),
   model: z.string().openapi({ description: 'Model alias, or the paid tool (web_search, transcription)' }),
   mode: z.enum(API_KEY_MODES),
-  requests: z.number().int(),
+  requests: z.number().int().openapi({
+    description: 'Admitted requests, those that then failed included (they used and were charged nothing)',
+  }),
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
   quantity: z.number().openapi({ description: "What was used in the model's or tool's unit" }),
@@ -162,7 +164,7 @@ export const UsageRequestSchema = z.object({
   }),
   status: z.number().int().nullable().openapi({
     description:
-      'The HTTP status the client received. A stream or job whose answer began before its outcome was known records the outcome: 200 completed, 502 ended in an error event or failed, 499 cancelled by the client. null: the request never ended (billed from its last checkpoint, estimated) or was recorded before this field existed',
+      'The HTTP status the client received. A stream or turn whose answer began before its outcome was known records the outcome: 200 completed, 502 ended in an error event or failed, 499 cancelled by the client (a completed reasoning job: 200). A request admitted and then failed before producing anything is listed with its status (e.g. 502) and zero tokens and credits. null: the request never ended (billed from its last checkpoint, estimated) or was recorded before this field existed',
     example: 200,
   }),
   latency_ms: z.number().int().nullable().openapi({

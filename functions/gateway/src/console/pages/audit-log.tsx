@@ -75,15 +75,27 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
     const start = Math.max(0, before - PAGE)
     const entries =
       before > 0
-        ? await api.get<{ data: Entry[] }>(`/platform/v1/audit-log/entries?start=${start}&end=${before}`)
+        ? await api.get<{ data: Entry[]; names: Record<string, string> }>(
+            `/platform/v1/audit-log/entries?start=${start}&end=${before}`,
+          )
         : null
     const rows = entries?.ok ? [...entries.body.data].reverse() : []
-    // Actors by name: the signed-in person, and the workspace's keys (owners and admins see them all).
+    // Actors by name: what the log API resolved in this workspace (keys, members, service
+    // accounts), the keys with their redacted values, and the signed-in person as "you".
     const keys = await api.get<{ data: { id: string; name: string; redacted_value: string }[] }>(
       '/platform/v1/api-keys?include_inactive=true',
     )
     const me = c.get('workspace').user
+    const resolved = Object.entries(entries?.ok ? entries.body.names : {}).map(
+      ([actor, name]): [string, string] =>
+        actor.startsWith('key:')
+          ? [actor, `key “${name}”`]
+          : actor.startsWith('sa:')
+            ? [actor, `service account “${name}”`]
+            : [actor, name],
+    )
     const names = new Map<string, string>([
+      ...resolved,
       ...(keys.ok ? keys.body.data : []).map((k): [string, string] => [
         `key:${k.id}`,
         `key “${k.name}” (${k.redacted_value})`,
