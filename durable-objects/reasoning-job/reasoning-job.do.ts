@@ -9,11 +9,12 @@
  *
  * - Append state first, then act: every transition is written to SQLite together with the due
  *   work it implies (one implicit transaction), then the object acts (calls models, writes the
- *   Postgres index, settles metering). A DELETE may land while a step awaits (events interleave at
- *   await points): every step stores what it got only while the job is still in the state it
- *   started from (`stillAt`), so a cancelled job never moves on or gains late candidates. A crash at any point leaves the due work in storage; the
+ *   Postgres index, settles metering). A crash at any point leaves the due work in storage; the
  *   alarm runs it again, and every step is idempotent: a candidate or a verdict is stored once
  *   (its slot), a step only runs for the slots still empty, metering settles once per reservation.
+ * - A DELETE may land while a step awaits (events interleave at await points): a step stores what
+ *   it got, and moves the job on, only while the job is still in the state it started from
+ *   (`stillAt`), so a cancelled job never leaves `cancelled` or gains late candidates.
  * - One alarm drives the due-work table (`advance`, `record_sync`, `meter_settle`), re-armed to
  *   the earliest row. A step that fails transiently (providers down or busy) is retried with
  *   exponential backoff (`attempt_count`, `max_attempts`, `next_attempt_at`); a permanent failure,
