@@ -39,17 +39,6 @@ export const RUNNING_STATUSES: readonly JobStatus[] = [
   'awaiting_qpu',
 ]
 
-/**
- * Where a DELETE cancels the job: the classical steps, before anything is sent to real hardware
- * (an awaiting_qpu job's request is out at the provider: 409).
- */
-export const CANCELLABLE_STATUSES: readonly JobStatus[] = [
-  'queued',
-  'generating_candidates',
-  'scoring',
-  'selecting',
-]
-
 export function isTerminal(status: JobStatus): boolean {
   return TERMINAL_STATUSES.includes(status)
 }

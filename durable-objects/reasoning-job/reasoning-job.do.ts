@@ -3,8 +3,7 @@
  * home of the job's state machine (docs/reasoning-jobs.md):
  *
  *   queued → generating_candidates → scoring → selecting → completed | classical_fallback
- *                      └──────────────┴──────────┴──→ failed
- *   queued, generating_candidates, scoring, selecting (nothing sent to hardware) → cancelled
+ *                      └──────────────┴──────────┴──→ failed            queued → cancelled
  *   managed_qpu, byopa_managed:          selecting → awaiting_qpu → completed | classical_fallback
  *
  * - Append state first, then act: every transition is written to SQLite together with the due
@@ -12,9 +11,6 @@
  *   Postgres index, settles metering). A crash at any point leaves the due work in storage; the
  *   alarm runs it again, and every step is idempotent: a candidate or a verdict is stored once
  *   (its slot), a step only runs for the slots still empty, metering settles once per reservation.
- * - A DELETE may land while a step awaits (events interleave at await points): a step stores what
- *   it got, and moves the job on, only while the job is still in the state it started from
- *   (`stillAt`), so a cancelled job never leaves `cancelled` or gains late candidates.
  * - One alarm drives the due-work table (`advance`, `record_sync`, `meter_settle`), re-armed to
  *   the earliest row. A step that fails transiently (providers down or busy) is retried with
  *   exponential backoff (`attempt_count`, `max_attempts`, `next_attempt_at`); a permanent failure,
@@ -67,7 +63,6 @@ import {
   signReceipt,
 } from './inference-receipt'
 import {
-  CANCELLABLE_STATUSES,
   isTerminal,
   type JobCreateRequest,
   type ReasoningJob as ReasoningJobRecord,
@@ -292,11 +287,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   }
 
   /**
-   * DELETE: a job in a classical step (queued, generating_candidates, scoring, selecting before any
-   * hardware reservation) is cancelled at once, its reservation released (as a failed job's); a
-   * model call still in flight is abandoned: its answer is dropped when it arrives (`stillAt`). A
-   * finished job has its content erased (metadata, digests and scores kept). An awaiting_qpu job is
-   * left alone (409): its request is out at the provider and settles on its own.
+   * DELETE: a queued job is cancelled (its reservation released); a finished job has its content
+   * erased (metadata, digests and scores kept); a started job is left alone (409).
    */
   async remove(caller: JobCaller): Promise<JobReply> {
     try {
@@ -310,18 +302,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         )
       }
       const now = this.now()
-      if (CANCELLABLE_STATUSES.includes(job.status) && this.qpu.record() === null) {
-        // Recorded first: a step awaiting a model call sees it when it resumes and stores nothing.
-        // A job that had started ends like a failed one (committed: nothing more will happen).
-        this.commit(
-          {
-            status: 'cancelled',
-            completed_at: now,
-            next_attempt_at: null,
-            ...(job.status === 'queued' ? {} : { outcome_state: 'committed' as const }),
-          },
-          now,
-        )
+      if (job.status === 'queued') {
+        this.commit({ status: 'cancelled', completed_at: now, next_attempt_at: null }, now)
         this.store.unschedule('advance')
         this.store.schedule('meter_settle', now)
       } else if (isTerminal(job.status)) {
@@ -334,7 +316,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         throw new AppError(
           409,
           'job_started',
-          `The job is ${job.status.replaceAll('_', ' ')}: its quantum hardware request was sent to the provider, so it can no longer be cancelled safely. Wait until it ends (completed or classical_fallback), then DELETE it again to erase its content.`,
+          `The job is ${job.status.replaceAll('_', ' ')}: execution has started, so it can no longer be cancelled safely. Wait until it ends, then DELETE it again to erase its content.`,
         )
       }
       await this.armAlarm()
@@ -541,7 +523,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     const cipher = await this.cipher(job)
     const context = this.modelContext(job)
     const withLogprobs = SCORING_METHOD_OF[job.model] === 'hive_logprob'
-    if (!this.stillAt(job)) return
     const failures: CallFailure[] = []
     // Each candidate is stored as soon as it arrives: a crash mid-step redoes only the missing ones.
     await Promise.all(
@@ -554,8 +535,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         const { text, logprobs, finishReason, usage, provider } = result.value
         const digest = `sha256:${sha256Hex(text)}`
         const sealed = await cipher.seal(candidateName(idx), text)
-        // Cancelled while the call ran: the answer is dropped (nothing more is stored or billed).
-        if (!this.stillAt(job)) return
         this.store.addCandidate({
           idx,
           text: sealed,
@@ -568,7 +547,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         })
       }),
     )
-    if (!this.stillAt(job)) return
     if (failures.length > 0) return this.stepFailed(job, failures)
     this.commit({ status: 'scoring', attempt_count: 0, next_attempt_at: null }, this.now())
     this.store.schedule('advance', this.now())
@@ -577,7 +555,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   /** scoring: hive_logprob from the stored logprobs; swarm_judge with a judge call per comparison. */
   private async score(job: JobRow): Promise<void> {
     const candidates = await this.openCandidates(job)
-    if (!this.stillAt(job)) return
     if (SCORING_METHOD_OF[job.model] === 'hive_logprob') {
       const scores = hiveScores(candidates.map((c) => ({ text: c.content, logprobs: c.logprobs_json })))
       for (const [i, score] of scores.entries()) this.store.setEvidence(candidates[i]!.idx, { ...score })
@@ -599,7 +576,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
             failures.push(result.failure)
             return
           }
-          if (!this.stillAt(job)) return
           this.store.addVerdict({
             comparison: comparisonKey(c),
             first: c.first,
@@ -611,7 +587,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
           })
         }),
       )
-      if (!this.stillAt(job)) return
       if (failures.length > 0) return this.stepFailed(job, failures)
       const verdicts = new Map(this.store.verdicts().map((v) => [v.comparison, v.verdict] as const))
       const scores = swarmScores(candidates.length, verdicts)
@@ -737,14 +712,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     this.store.schedule('advance', next)
   }
 
-  /**
-   * Whether the job is still in the state a step read before it awaited: a DELETE landing at an
-   * await point cancels it, and the step must then neither store its results nor move the job on.
-   */
-  private stillAt(job: JobRow): boolean {
-    return this.store.job()?.status === job.status
-  }
-
   /** A state change, and the index write it implies (due now). */
   private commit(change: JobChange, now: number): void {
     this.store.update(change, now)
@@ -813,8 +780,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         catalog,
       )
     } catch (err) {
-      // Cancelled while the reservation was asked for: whatever happened there, the job is over.
-      if (!this.stillAt(job)) return
       if (err instanceof AppError && err.code === 'feature_required') {
         return this.finishClassical('quantum_not_enabled', { code: err.code, message: err.message })
       }
@@ -847,13 +812,6 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       metadata: { svc_job_id: job.job_id, svc_attempt: QPU_ATTEMPT_ID },
       since: now,
     })
-    if (!this.stillAt(job)) {
-      // Cancelled while the reservation was asked for: nothing goes to the provider; the attempt
-      // is stored (never dispatched) only so that qpu_settle releases its grant, once.
-      this.qpu.create(attempt, grant)
-      this.store.schedule('qpu_settle', now)
-      return
-    }
     this.qpu.create(attempt, grant)
     this.commit(
       { status: 'awaiting_qpu', real_request_status: 'reserved', attempt_count: 0, next_attempt_at: null },

@@ -94,7 +94,7 @@ function queueFull(plan: BillingPlan, catalog: PlanCatalog, used: number): AppEr
   return new AppError(
     429,
     'rate_limited',
-    `Your workspace has ${used} reasoning jobs queued or running, the ${plan.name} plan's limit (${limit}). Wait for one to finish (retry in ${QUEUE_RETRY_AFTER_SECONDS} s), cancel one, or upgrade for a longer queue.`,
+    `Your workspace has ${used} reasoning jobs queued or running, the ${plan.name} plan's limit (${limit}). Wait for one to finish (retry in ${QUEUE_RETRY_AFTER_SECONDS} s), cancel a queued one, or upgrade for a longer queue.`,
     { headers: upgradeHeaders(decision), extraBody: { svc_upgrade: decision } },
   )
 }

@@ -9,8 +9,7 @@
  *   GET    /jobs           a page of the tenant's jobs with the caller's capabilities.
  *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or a non-uuid).
  *   GET    /jobs/{jobId}/receipt   the signed inference receipt and its audit-log entry (404 until issued).
- *   DELETE /jobs/{jobId}   queued or in a classical step → cancelled; finished → content erased;
- *                          awaiting_qpu (the request is out at the provider) → 409.
+ *   DELETE /jobs/{jobId}   queued → cancelled; finished → content erased; started → 409.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
@@ -360,20 +359,16 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       method: 'delete',
       path: '/svc/quantum-reasoning/jobs/{jobId}',
       tags: ['Reasoning'],
-      summary: 'Cancel a running job, or erase the content of a finished one',
-      description:
-        'A job that is queued, generating candidates, scoring or selecting (before anything is sent to real hardware) is cancelled at once, also while it waits to retry (`next_attempt_at`) or while model calls are under way (their answers are dropped): 200 with status `cancelled`, its reserved credits released (nothing billed, as for a failed job). A finished job (completed, classical_fallback, failed, cancelled) has its content erased (prompt, candidate texts, result; metadata, digests and scores kept). A job in `awaiting_qpu` answers 409: its request was sent to the quantum provider; wait until it ends, then DELETE it to erase its content.',
+      summary: 'Cancel a queued job, or erase the content of a finished one',
       request: { params: JobIdParamSchema },
       responses: {
         200: {
-          description: 'Cancelled (the job was running) or its content erased (the job had finished)',
+          description: 'Cancelled or erased',
           content: { 'application/json': { schema: JobEnvelopeSchema } },
         },
         403: errorResponse("A member deleting another member's job"),
         404: errorResponse('No such job in your workspace'),
-        409: errorResponse(
-          'job_started: the job is awaiting_qpu, its request is out at the quantum provider; it can no longer be cancelled safely',
-        ),
+        409: errorResponse('Execution has started; cancellation is no longer safe'),
       },
     }),
   )

@@ -6,16 +6,15 @@
  * happen exactly when a test says. Every real_request_status and outcome_state a real-hardware job
  * can end with is reached here by a real path.
  */
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
+import { abortAllDurableObjects, runInDurableObject } from 'cloudflare:test'
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import {
   isTerminal,
   type ReasoningJob as JobRecord,
   ReasoningJobSchema,
 } from '../../../durable-objects/reasoning-job/job.schemas'
-import type { JobReply, ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
+import type { ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import {
-  callerOf,
   createJob,
   identityFor,
   installUpstream,
@@ -94,61 +93,7 @@ afterEach(() => {
   ]) {
     delete mutableEnv[name]
   }
-  restoreLimiter?.()
-  restoreLimiter = null
 })
-
-let restoreLimiter: (() => void) | null = null
-
-/**
- * Wraps the RateLimiter binding (the env is shared with the objects): the real_qpu acquire is held
- * until released, and the settles are recorded by request id.
- */
-function holdQpuAcquire() {
-  const original = mutableEnv.RATE_LIMITER as DurableObjectNamespace
-  const settled: string[] = []
-  let asked = false
-  let release: (() => void) | null = null
-  const held = new Promise<void>((resolve) => {
-    release = resolve
-  })
-  mutableEnv.RATE_LIMITER = {
-    idFromName: (name: string) => original.idFromName(name),
-    get: (id: DurableObjectId) => {
-      const stub = original.get(id) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>
-      return new Proxy(stub, {
-        get(target, prop) {
-          if (prop === 'acquire') {
-            return async (input: { model: string }, ...rest: unknown[]) => {
-              if (input.model === 'real_qpu') {
-                asked = true
-                await held
-              }
-              return target.acquire!(input, ...rest)
-            }
-          }
-          if (prop === 'settleMany') {
-            return (inputs: { requestId: string }[], ...rest: unknown[]) => {
-              settled.push(...inputs.map((i) => i.requestId))
-              return target.settleMany!(inputs, ...rest)
-            }
-          }
-          const value = Reflect.get(target, prop)
-          return typeof value === 'function' ? value.bind(target) : value
-        },
-      })
-    },
-  }
-  restoreLimiter = () => {
-    mutableEnv.RATE_LIMITER = original
-  }
-  return {
-    settled,
-    asked: () => asked,
-    /** Call inside the job's object (runInDurableObject): the wait belongs to its I/O context. */
-    release: () => release!(),
-  }
-}
 
 const port = (m: QpuQueueMessage) =>
   reasoningEnv.REASONING_JOB.get(
@@ -413,58 +358,6 @@ describe('managed_qpu through the QPU queue and the provider', { timeout: 30_000
     expect(queue).toHaveLength(1)
     const job = await pumpToEnd(handle)
     expect(job).toMatchObject({ status: 'completed', real_request_status: 'executed' })
-  })
-})
-
-describe('DELETE of a real-hardware job', { timeout: 30_000 }, () => {
-  it('awaiting_qpu: 409 (the request is out at the provider); the job ends on its own, then DELETE erases', async () => {
-    const handle = await newManagedJob()
-    expect((await driveToQpu(handle)).status).toBe('awaiting_qpu')
-    const refused = (await handle.stub.remove(callerOf(handle.identity))) as JobReply
-    expect(refused.ok).toBe(false)
-    if (!refused.ok) {
-      expect(refused.error).toMatchObject({ status: 409, code: 'job_started' })
-      expect(refused.error.message).toContain('quantum hardware request was sent')
-    }
-    const job = await pumpToEnd(handle)
-    expect(job.status).toBe('completed')
-    const erased = unwrap((await handle.stub.remove(callerOf(handle.identity))) as JobReply)
-    expect(erased.status).toBe('completed')
-    expect(erased).not.toHaveProperty('prompt')
-  })
-
-  it('selecting, cancelled while the real_qpu reservation is asked for: nothing is sent, the grant is released once', async () => {
-    const limiter = holdQpuAcquire()
-    const handle = await newManagedJob()
-    const running = runDurableObjectAlarm(handle.stub)
-    await vi.waitFor(() => expect(limiter.asked()).toBe(true), { timeout: 20_000, interval: 20 })
-    expect((await jobOf(handle)).status).toBe('selecting')
-    const cancelled = unwrap((await handle.stub.remove(callerOf(handle.identity))) as JobReply)
-    expect(cancelled).toMatchObject({ status: 'cancelled', real_request_status: 'not_requested' })
-    await runInDurableObject(handle.stub, () => limiter.release())
-    await running
-    await runDueNow(handle)
-    await runDueNow(handle)
-    const job = await jobOf(handle)
-    expect(job).toMatchObject({
-      status: 'cancelled',
-      real_request_status: 'not_requested',
-      used_real_qubits: false,
-    })
-    expect(job.selected_index).toBeUndefined()
-    expect(queue).toEqual([])
-    expect(await control.providerJobs(handle.jobId)).toHaveLength(0)
-    const settledQpu = await runInDurableObject(
-      handle.stub,
-      (_i: ReasoningJob, state) =>
-        state.storage.sql.exec<{ settled: number }>(`SELECT settled FROM qpu_attempt`).one().settled,
-    )
-    expect(settledQpu).toBe(1)
-    expect(limiter.settled.filter((r) => r === `reasoning-job:${handle.jobId}:qpu`)).toHaveLength(1)
-    expect(limiter.settled.filter((r) => r === `reasoning-job:${handle.jobId}`)).toHaveLength(1)
-    expect(
-      (await ledgerRows(handle.identity.tenantId)).filter((r) => r.request_id.includes(handle.jobId)),
-    ).toHaveLength(0)
   })
 })
 

@@ -1,7 +1,7 @@
 /**
  * Reasoning: quantum-reasoning jobs (the list with the workspace's capabilities; a job with its
- * candidates, selection evidence, result and receipt; cancel a job that has not reached real
- * hardware, or erase a finished one's content) and the QPU provider connections (connect, test, delete). A client of
+ * candidates, selection evidence, result and receipt; cancel a queued job or erase a finished one's
+ * content) and the QPU provider connections (connect, test, delete). A client of
  * /svc/quantum-reasoning/*; when the plan lacks the feature the page shows the API's refusal.
  */
 import type { Hono } from 'hono'
@@ -9,10 +9,9 @@ import {
   type InferenceReceiptResponse,
   RECEIPT_SIGNING_ALGORITHM,
 } from '../../../../../durable-objects/reasoning-job/inference-receipt'
-import {
-  CANCELLABLE_STATUSES,
-  type ReasoningJob,
-  type JobPage as ReasoningJobPage,
+import type {
+  ReasoningJob,
+  JobPage as ReasoningJobPage,
 } from '../../../../../durable-objects/reasoning-job/job.schemas'
 import { Actions, ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
 import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
@@ -230,7 +229,7 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
   const receipt = job?.inference_receipt_id
     ? await c.get('api').get<InferenceReceiptResponse>(`${path}/receipt`)
     : null
-  const cancellable = job && CANCELLABLE_STATUSES.includes(job.status)
+  const cancellable = job && job.status === 'queued'
   const finished = job && ['completed', 'classical_fallback', 'failed', 'cancelled'].includes(job.status)
   // The detail carries the prompt until the content is erased (a DELETE of a finished job).
   const erased = finished && job.prompt === undefined
@@ -363,7 +362,7 @@ export function reasoningPages(app: Hono<ConsoleApp>): void {
   app.post('/reasoning/jobs/:id/delete', async (c) => {
     const id = c.req.param('id')
     const path = `/svc/quantum-reasoning/jobs/${encodeURIComponent(id)}`
-    // The same DELETE cancels a running job and erases a finished one: the status before says which.
+    // The same DELETE cancels a queued job and erases a finished one: the status before says which.
     const before = await c.get('api').get<{ job: Job }>(path)
     const result = await c.get('api').send<{ job: Job }>('DELETE', path)
     return renderJob(
@@ -371,11 +370,8 @@ export function reasoningPages(app: Hono<ConsoleApp>): void {
       id,
       !result.ok
         ? { kind: 'error', text: result.error.message }
-        : before.ok && CANCELLABLE_STATUSES.includes(before.body.job.status)
-          ? {
-              kind: 'ok',
-              text: 'Job cancelled: it runs no further (a model call already under way is abandoned), and its reserved credits are released.',
-            }
+        : before.ok && before.body.job.status === 'queued'
+          ? { kind: 'ok', text: 'Job cancelled: it will not run, and its reserved credits are released.' }
           : { kind: 'ok', text: 'The job’s content is erased; its metadata, digests and scores are kept.' },
     )
   })
