@@ -5,6 +5,7 @@
  * nothing; writes carry a version that only grows, so a repeated or late one is harmless.
  */
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../shared/db/client'
+import { describeError } from '../shared/db/errors'
 
 /** The first retry of a failed index write, and the longest wait between two. */
 export const INDEX_RETRY_MIN_MS = 5_000
@@ -38,15 +39,4 @@ export async function writeIndex(
   } finally {
     await database?.close()
   }
-}
-
-/** An error and its causes on one line (the driver wraps the reason a connection failed). */
-export function describeError(err: unknown): string {
-  const parts: string[] = []
-  let current: unknown = err
-  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
-    current = current instanceof Error ? current.cause : undefined
-  }
-  return parts.join(' <- ')
 }

@@ -40,6 +40,7 @@ import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
 import { envReader, wholeNumberVar } from '../../shared/config/worker-env'
 import { DATABASE_VARS, type DatabaseEnv } from '../../shared/db/client'
+import { describeError } from '../../shared/db/errors'
 import {
   type AcquireInput,
   AcquireInputSchema,
@@ -117,17 +118,6 @@ const RETRY_LOAD_MS = 200
  */
 const RECENT_RESERVATIONS_MS = 2 * 60_000
 const MAX_RECENT_RESERVATIONS = 200_000
-
-/** An error and its causes in one line (drizzle wraps the driver's error as `cause`). */
-function describeError(err: unknown): string {
-  const parts: string[] = []
-  let current: unknown = err
-  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
-    current = current instanceof Error ? current.cause : undefined
-  }
-  return parts.join(' <- ')
-}
 
 const MetaSchema = z.object({ tenantId: z.string(), mode: z.enum(['live', 'test']), planId: z.string() })
 
