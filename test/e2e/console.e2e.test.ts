@@ -445,6 +445,19 @@ describe('console: usage', () => {
       expect(await cell(ids.down, 'Tokens in / out')).toBe('0 / 0')
       expect(await cell(ids.down, 'Credits')).toBe('$0.00')
       await shots('usage-live')
+      // Failed only: the two failures stay, the successful request after them goes.
+      await page.locator('#outcome').selectOption('failed')
+      await page.getByRole('button', { name: 'Apply' }).click()
+      await page.waitForURL(/outcome=failed/)
+      const statuses = await log
+        .locator('tbody tr')
+        .evaluateAll(
+          (rows, column) => rows.map((r) => r.querySelectorAll('td')[column]?.textContent ?? ''),
+          headers.indexOf('Status'),
+        )
+      expect(statuses.length).toBeGreaterThanOrEqual(2)
+      expect(statuses.every((s) => Number(s) >= 400)).toBe(true)
+      expect(await log.textContent()).toContain(ids.cut)
     } finally {
       await page.getByRole('button', { name: 'Test', exact: true }).click()
       await page.waitForURL(/\/console\/usage/)

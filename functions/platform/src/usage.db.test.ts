@@ -162,3 +162,66 @@ describe('GET /platform/v1/usage/requests: status and latency', () => {
     expect((await requests(member, `?key_id=${colleague}`)).data).toEqual([])
   })
 })
+
+describe('GET /platform/v1/usage/requests: pages and the outcome filter', () => {
+  it('pages through requests made in the same millisecond without skipping or repeating one', async () => {
+    const tenantId = await createTenant()
+    const keyId = crypto.randomUUID()
+    const now = Date.now()
+    // A batch flushed at once: seven requests admitted in the same millisecond, and an older one.
+    const same = Array.from({ length: 7 }, (_, i) => entry(`req-tied-${i}`, keyId, now - 1_000))
+    await withTestDatabase((db) =>
+      flushLedger(db, tenantId, 'test', [...same, entry('req-older', keyId, now - 5_000)], pro, now),
+    )
+    const owner = apiKeyIdentity({ tenantId })
+    const seen: string[] = []
+    let cursor: string | null = null
+    for (let page = 0; page < 10; page++) {
+      const list = await requests(owner, `?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+      seen.push(...list.data.map((r) => r.request_id))
+      expect(list.has_more).toBe(list.next_cursor !== null)
+      cursor = list.next_cursor
+      if (!cursor) break
+    }
+    expect(seen).toHaveLength(8)
+    expect(new Set(seen).size).toBe(8)
+    expect(seen.at(-1)).toBe('req-older')
+
+    const bad = await callFamily(
+      PlatformWorker,
+      databaseEnv,
+      '/platform/v1/usage/requests?cursor=not-a-cursor',
+      {
+        identity: owner,
+      },
+    )
+    expect(bad.status).toBe(400)
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe('cursor')
+  })
+
+  it('filters the log to failed or succeeded requests', async () => {
+    const tenantId = await createTenant()
+    const keyId = crypto.randomUUID()
+    const now = Date.now()
+    await withTestDatabase((db) =>
+      flushLedger(
+        db,
+        tenantId,
+        'test',
+        [
+          entry('req-ok', keyId, now - 3_000),
+          entry('req-cut', keyId, now - 2_000, { status: 499 }),
+          entry('req-down', keyId, now - 1_000, { status: 502, promptTokens: 0, completionTokens: 0 }),
+          entry('req-orphan', keyId, now - 500, { status: null, latencyMs: null, estimated: true }),
+        ],
+        pro,
+        now,
+      ),
+    )
+    const owner = apiKeyIdentity({ tenantId })
+    const ids = async (query: string) => (await requests(owner, query)).data.map((r) => r.request_id)
+    expect(await ids('?outcome=failed')).toEqual(['req-down', 'req-cut'])
+    expect(await ids('?outcome=succeeded')).toEqual(['req-ok'])
+    expect(await ids('')).toEqual(['req-orphan', 'req-down', 'req-cut', 'req-ok'])
+  })
+})

@@ -6,7 +6,8 @@
  * own credential used. Every query is scoped by the caller's tenant.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
-import { and, desc, eq, gte, lt, type SQL, sql } from 'drizzle-orm'
+import { and, desc, eq, getTableColumns, gte, lt, type SQL, sql } from 'drizzle-orm'
+import { afterPageKey, decodePageCursor, encodePageCursor } from '../../../shared/db/page-cursor'
 import { usageLedger } from '../../../shared/db/schema'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { type Identity, principalId } from '../../../shared/worker/request-context'
@@ -114,10 +115,17 @@ export function usageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       const identity = identityOf(c)
       const query = c.req.valid('query')
       const where = filters(identity, query)
-      if (query.before) where.push(lt(usageLedger.createdAt, new Date(query.before)))
+      if (query.cursor) {
+        where.push(
+          afterPageKey(usageLedger.createdAt, usageLedger.id, decodePageCursor(query.cursor, 'cursor')),
+        )
+      }
+      if (query.outcome === 'succeeded') where.push(lt(usageLedger.status, 400))
+      if (query.outcome === 'failed') where.push(gte(usageLedger.status, 400))
       const rows = await withRequestDatabase(c, 'platform', (db) =>
         db
-          .select()
+          // The cursor keeps created_at as Postgres has it (microseconds), not as a JS Date.
+          .select({ ...getTableColumns(usageLedger), cursorAt: sql<string>`${usageLedger.createdAt}::text` })
           .from(usageLedger)
           .where(and(...where))
           .orderBy(desc(usageLedger.createdAt), desc(usageLedger.id))
@@ -140,7 +148,16 @@ export function usageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
         latency_ms: r.latencyMs,
         created_at: r.createdAt.toISOString(),
       }))
-      return c.json({ object: 'list' as const, data, has_more: rows.length > query.limit }, 200)
+      const last = rows.length > query.limit ? rows[query.limit - 1] : undefined
+      return c.json(
+        {
+          object: 'list' as const,
+          data,
+          has_more: last !== undefined,
+          next_cursor: last ? encodePageCursor({ createdAt: last.cursorAt, id: last.id }) : null,
+        },
+        200,
+      )
     },
   )
 }

@@ -138,12 +138,17 @@ export const UsageSchema = z
 
 export const UsageRequestsQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  before: z.iso
-    .datetime({ offset: true })
+  cursor: z
+    .string()
+    .max(200)
     .optional()
-    .openapi({ description: 'created_at cursor from the last page' }),
+    .openapi({ description: "The previous page's next_cursor; omit for the newest requests" }),
   mode: z.enum(API_KEY_MODES).optional(),
   key_id: z.string().uuid().optional(),
+  outcome: z.enum(['succeeded', 'failed']).optional().openapi({
+    description:
+      'succeeded: status below 400; failed: status 400 or above (admitted requests that then failed). Rows with no status (billed from a checkpoint, or older than the column) match neither',
+  }),
 })
 
 export const UsageRequestSchema = z.object({
@@ -176,5 +181,13 @@ export const UsageRequestSchema = z.object({
 })
 
 export const UsageRequestListSchema = z
-  .object({ object: z.literal('list'), data: z.array(UsageRequestSchema), has_more: z.boolean() })
+  .object({
+    object: z.literal('list'),
+    data: z.array(UsageRequestSchema),
+    has_more: z.boolean(),
+    next_cursor: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Pass as cursor for the next (older) page; null on the last page' }),
+  })
   .openapi('UsageRequestList')

@@ -11,6 +11,7 @@ import { Frame, formatCents, formatDate, formatLatency, formatNumber, Notice } f
 import type { UsageReport, UsageRequests } from './billing-types'
 
 const PERIODS = [7, 14, 30, 90] as const
+const OUTCOMES = ['failed', 'succeeded'] as const
 const dollars = (cents: number) => `$${Number((cents / 100).toPrecision(3))}`
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -36,12 +37,14 @@ export function usagePages(app: Hono<ConsoleApp>): void {
     const mode = c.get('mode')
     const days = PERIODS.find((p) => String(p) === c.req.query('days')) ?? 30
     const keyId = UUID.test(c.req.query('key_id') ?? '') ? c.req.query('key_id')! : ''
-    const before = c.req.query('before') ?? ''
+    const cursor = c.req.query('cursor') ?? ''
+    const outcome = OUTCOMES.find((o) => o === c.req.query('outcome')) ?? ''
     const filter = `mode=${mode}${keyId ? `&key_id=${keyId}` : ''}`
+    const logFilter = `${filter}${outcome ? `&outcome=${outcome}` : ''}`
     const [usage, requests, keys] = await Promise.all([
       api.get<UsageReport>(`/platform/v1/usage?days=${days}&${filter}`),
       api.get<UsageRequests>(
-        `/platform/v1/usage/requests?limit=50&${filter}${before ? `&before=${encodeURIComponent(before)}` : ''}`,
+        `/platform/v1/usage/requests?limit=50&${logFilter}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       ),
       api.get<{ data: { id: string; name: string; redacted_value: string }[] }>(
         `/platform/v1/api-keys?mode=${mode}`,
@@ -67,7 +70,6 @@ export function usagePages(app: Hono<ConsoleApp>): void {
     const credits = perModel(rows, (r) => r.credits_cents)
     const frame = await frameOf(c, 'Usage', 'usage')
     const log = requests.ok ? requests.body.data : []
-    const oldest = log.at(-1)?.created_at
     return html(
       c,
       <Frame frame={frame}>
@@ -95,6 +97,18 @@ export function usagePages(app: Hono<ConsoleApp>): void {
                   {k.name} ({k.redacted_value})
                 </option>
               ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for="outcome">Request log</label>
+            <select id="outcome" name="outcome">
+              <option value="">all requests</option>
+              <option value="failed" selected={outcome === 'failed'}>
+                failed only (status 400 and above)
+              </option>
+              <option value="succeeded" selected={outcome === 'succeeded'}>
+                succeeded only
+              </option>
             </select>
           </div>
           <button type="submit" class="secondary">
@@ -155,7 +169,7 @@ export function usagePages(app: Hono<ConsoleApp>): void {
             'Key',
           ]}
           rows={log}
-          empty={`No metered requests ${before ? 'before this point' : 'yet'}.`}
+          empty={`No ${outcome === 'failed' ? 'failed' : outcome === 'succeeded' ? 'succeeded' : 'metered'} requests ${cursor ? 'before this point' : 'yet'}.`}
           row={(r) => (
             <tr>
               <td class="nowrap">{formatDate(r.created_at)}</td>
@@ -179,10 +193,10 @@ export function usagePages(app: Hono<ConsoleApp>): void {
             </tr>
           )}
         />
-        {requests.ok && requests.body.has_more && oldest ? (
+        {requests.ok && requests.body.next_cursor ? (
           <p>
             <a
-              href={`/console/usage?days=${days}${keyId ? `&key_id=${keyId}` : ''}&before=${encodeURIComponent(oldest)}`}
+              href={`/console/usage?days=${days}${keyId ? `&key_id=${keyId}` : ''}${outcome ? `&outcome=${outcome}` : ''}&cursor=${encodeURIComponent(requests.body.next_cursor)}`}
             >
               Older requests
             </a>
