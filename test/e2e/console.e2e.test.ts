@@ -126,6 +126,31 @@ async function forgedPost(
   })
 }
 
+/**
+ * A real agent turn that leaves its run open: the model asks to write a file, and an edit tool
+ * waits for the person's approval.
+ */
+const startOpenRun = (credential: string, runId: string, sessionId: string) =>
+  fetch(url('/svc/code/v1/turns'), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      protocol: 'svc.code.v1',
+      session_id: sessionId,
+      run_id: runId,
+      turn_id: 'turn-1',
+      model: 'svc-comb',
+      mode: 'edit',
+      request: 'call write_file',
+      client_tools: [
+        { name: 'write_file', description: 'w', input_schema: { type: 'object' }, tags: ['edit'] },
+      ],
+      workspace: {},
+      transcript: [],
+      capabilities: {},
+    }),
+  })
+
 const memories = (key: string) => fetch(url('/svc/memories'), { headers: { authorization: `Bearer ${key}` } })
 
 /** Screenshots wide and 390 px narrow; on the narrow screen nothing may widen the page itself. */
@@ -633,26 +658,7 @@ describe('console: plans, service accounts, agent runs', () => {
     expect(login.status).toBe(200)
     const { access_token } = (await login.json()) as { access_token: string }
     const runId = crypto.randomUUID()
-    const turn = await fetch(url('/svc/code/v1/turns'), {
-      method: 'POST',
-      headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        protocol: 'svc.code.v1',
-        session_id: 'console-e2e',
-        run_id: runId,
-        turn_id: 'turn-1',
-        model: 'svc-comb',
-        mode: 'edit',
-        // The model calls the tool; an edit tool waits for the person's approval, so the run stays open.
-        request: 'call write_file',
-        client_tools: [
-          { name: 'write_file', description: 'w', input_schema: { type: 'object' }, tags: ['edit'] },
-        ],
-        workspace: {},
-        transcript: [],
-        capabilities: {},
-      }),
-    })
+    const turn = await startOpenRun(access_token, runId, 'console-e2e')
     expect(turn.status, await turn.clone().text()).toBe(200)
     await turn.text()
 
@@ -673,28 +679,8 @@ describe('console: plans, service accounts, agent runs', () => {
   })
 
   it("lists the workspace's runs, one started with an API key among them, and cancels it from the list", async () => {
-    // A real agent turn with the workspace's test key (not the login): the model asks to write a
-    // file, an edit waits for approval, so the run stays open.
-    const turn = (key: string, runId: string) =>
-      fetch(url('/svc/code/v1/turns'), {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          protocol: 'svc.code.v1',
-          session_id: 'console-e2e-key',
-          run_id: runId,
-          turn_id: 'turn-1',
-          model: 'svc-comb',
-          mode: 'edit',
-          request: 'call write_file',
-          client_tools: [
-            { name: 'write_file', description: 'w', input_schema: { type: 'object' }, tags: ['edit'] },
-          ],
-          workspace: {},
-          transcript: [],
-          capabilities: {},
-        }),
-      })
+    // A real agent turn with the workspace's test key (not the login).
+    const turn = (key: string, runId: string) => startOpenRun(key, runId, 'console-e2e-key')
     const runId = crypto.randomUUID()
     const started = await turn(ws.testKey, runId)
     expect(started.status, await started.clone().text()).toBe(200)
