@@ -123,9 +123,24 @@ function closeObjects(node: unknown): void {
   Object.values(schema).forEach(closeObjects)
 }
 
+/**
+ * Ajv's own log, minus one notice. `unicode: false` makes minLength/maxLength count UTF-16 code
+ * units, as zod does; Ajv 8 still honours the option but calls it deprecated on every
+ * construction, which printed "DEPRECATED: option unicode" three times on every `npm start`.
+ */
+const AJV_LOGGER = {
+  log: console.log,
+  warn: (...args: unknown[]) => {
+    if (args.some((a) => typeof a === 'string' && a.startsWith('DEPRECATED: option unicode'))) return
+    console.warn(...args)
+  },
+  error: console.error,
+}
+
 export function generate(target: Target): string {
   const ajv = new Ajv2020({
     code: { source: true, esm: true, lines: false },
+    logger: AJV_LOGGER,
     strict: false,
     unicode: false,
     unicodeRegExp: false,

@@ -24,6 +24,7 @@ import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
 import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
 import { startWsBridge } from './db/ws-bridge.ts'
+import { registerRunningStack } from './running-stacks.ts'
 import { startWorkerd } from './workerd-runtime.ts'
 import { bundleDigest, bundleWorker, ROOT, workerBundleCache, workerConfigPaths } from './workers.ts'
 
@@ -339,6 +340,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const runtimeFile = path.join(options.dataDir, 'runtime.json')
     writeFileSync(runtimeFile, `${JSON.stringify({ baseUrl, pid: process.pid, database: dbEnv }, null, 2)}\n`)
     stops.push(async () => rmSync(runtimeFile, { force: true }))
+    // ...and lets them find this stack without being told its DATA_DIR (scripts/running-stacks.ts).
+    const unregister = registerRunningStack(ROOT, { dataDir: options.dataDir, baseUrl })
+    stops.push(async () => unregister())
     return {
       baseUrl,
       credentials,

@@ -1,22 +1,11 @@
 /**
- * `npm run workspace -- <command>`: manage workspaces and credentials from the command line.
- * Works against the running local stack (it reads DATA_DIR/runtime.json to reach its database
- * through the bridge, since embedded PGlite belongs to one process) or any DATABASE_URL
- * (plus DATABASE_WS_PROXY for a non-Neon server).
- *
- *   create-workspace --name "Acme" [--plan pro] [--owner owner@acme.test]
- *   create-key --tenant <uuid> [--mode live|test] [--name "CI key"] [--role owner|admin|member]
- *   list-keys --tenant <uuid>
- *   revoke-key --key <full key> | --id <key uuid>
- *   create-service-account --tenant <uuid> --name "deployer" [--audience internal-service,external-api]
- *   rotate-service-account --tenant <uuid> --id <service account uuid>
- *   revoke-service-account --tenant <uuid> --id <service account uuid>
- *   list-service-accounts --tenant <uuid>
- *   set-password --email <email> [--password <at least 15 characters>]   (generated when omitted)
- *   set-crypto-policy --tenant <uuid> --preset default|strict|maximum|government [--mode audit|enforce]
- *   generate-signing-keys [--alg ML-DSA-65,ML-DSA-87,EdDSA]   (prints a JWT_SIGNING_KEYS value; no database)
+ * `npm run workspace -- <command>`: manage workspaces and credentials from the command line
+ * (`npm run workspace -- --help` lists the commands). Works against the running local stack (it
+ * reads DATA_DIR/runtime.json to reach its database through the bridge, since embedded PGlite
+ * belongs to one process; without DATA_DIR it finds the running stack itself,
+ * scripts/running-stacks.ts) or any DATABASE_URL (plus DATABASE_WS_PROXY for a non-Neon server).
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { and, eq, isNull } from 'drizzle-orm'
@@ -36,31 +25,77 @@ import { isJwsAlgorithm, JWS_ALGORITHMS } from '../shared/crypto/jws-algorithms.
 import { getPolicyPreset, type PresetName, validatePolicy } from '../shared/crypto-policy/index.ts'
 import { saveTenantPolicy } from '../shared/crypto-policy/policy-store.ts'
 import { type DatabaseEnv, openDatabase, schema, useWebSocketConstructor } from '../shared/db/client.ts'
-import { ensureWorkspace } from './db/seed.ts'
+import { PLAN_CATALOG } from '../shared/plans/plan-catalog.ts'
+import { DevCredentials, ensureWorkspace } from './db/seed.ts'
+import { locateStackDataDir } from './running-stacks.ts'
 import { ROOT } from './workers.ts'
 
-export function databaseEnvFromEnvironment(): DatabaseEnv {
+export const USAGE = `usage: npm run workspace -- <command> [options]
+
+  create-workspace --name "Acme" [--plan pro] [--owner owner@acme.test]
+  create-key --tenant <uuid> [--mode live|test] [--name "CI key"] [--role owner|admin|member]
+  list-keys --tenant <uuid>
+  revoke-key --key <full key> | --id <key uuid>
+  create-service-account --tenant <uuid> --name "deployer" [--audience internal-service,external-api]
+  rotate-service-account --tenant <uuid> --id <service account uuid>
+  revoke-service-account --tenant <uuid> --id <service account uuid>
+  list-service-accounts --tenant <uuid>
+  set-plan --plan ${PLAN_CATALOG.plans.map((p) => p.id).join('|')} [--tenant <uuid>]   (default: the development workspace)
+  set-password --email <email> [--password <at least 15 characters>]   (generated when omitted)
+  set-crypto-policy --tenant <uuid> --preset default|strict|maximum|government [--mode audit|enforce]
+  generate-signing-keys [--alg ML-DSA-65,ML-DSA-87,EdDSA]   (prints a JWT_SIGNING_KEYS value; no database)
+
+Reaches the running local stack (found by itself; with several running, pass the DATA_DIR of one),
+or the database at DATABASE_URL (plus DATABASE_WS_PROXY for a server behind the bridge).`
+
+/** Where the database is: DATABASE_URL, or the running stack's bridge (and that stack's data folder). */
+export function databaseEnvFromEnvironment(): { database: DatabaseEnv; dataDir: string | null } {
   if (process.env.DATABASE_URL) {
-    return { DATABASE_URL: process.env.DATABASE_URL, DATABASE_WS_PROXY: process.env.DATABASE_WS_PROXY }
+    return {
+      database: { DATABASE_URL: process.env.DATABASE_URL, DATABASE_WS_PROXY: process.env.DATABASE_WS_PROXY },
+      dataDir: null,
+    }
   }
-  const runtime = path.resolve(ROOT, process.env.DATA_DIR ?? '.data', 'runtime.json')
-  if (!existsSync(runtime)) {
-    throw new Error(
-      'No running stack found (DATA_DIR/runtime.json). Start it with `npm start`, or set DATABASE_URL.',
-    )
+  const dataDir = locateStackDataDir(ROOT, process.env.DATA_DIR)
+  const runtime = JSON.parse(readFileSync(path.join(dataDir, 'runtime.json'), 'utf8')) as {
+    database: DatabaseEnv
   }
-  return (JSON.parse(readFileSync(runtime, 'utf8')) as { database: DatabaseEnv }).database
+  return { database: runtime.database, dataDir }
+}
+
+/** The development workspace of the stack in `dataDir` (the one `npm start` seeded). */
+function developmentTenant(dataDir: string | null): string {
+  if (!dataDir) throw new Error('--tenant is required with DATABASE_URL (there is no development workspace)')
+  const file = path.join(dataDir, 'dev-credentials.json')
+  return DevCredentials.parse(JSON.parse(readFileSync(file, 'utf8'))).tenantId
 }
 
 const ROLES = ['owner', 'admin', 'member'] as const
+const COMMANDS = new Set([
+  'create-workspace',
+  'create-key',
+  'list-keys',
+  'revoke-key',
+  'create-service-account',
+  'rotate-service-account',
+  'revoke-service-account',
+  'list-service-accounts',
+  'set-plan',
+  'set-password',
+  'set-crypto-policy',
+])
 
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2)
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    console.log(USAGE)
+    return
+  }
   const { values } = parseArgs({
     args: rest,
     options: {
       name: { type: 'string' },
-      plan: { type: 'string', default: 'free' },
+      plan: { type: 'string' },
       owner: { type: 'string' },
       tenant: { type: 'string' },
       mode: { type: 'string', default: 'live' },
@@ -85,8 +120,14 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(keys))
     return
   }
+  if (!COMMANDS.has(command)) {
+    console.error(`unknown command ${command}\n\n${USAGE}`)
+    process.exitCode = 2
+    return
+  }
   useWebSocketConstructor(WebSocket)
-  const database = openDatabase(databaseEnvFromEnvironment(), { max: 1 })
+  const located = databaseEnvFromEnvironment()
+  const database = openDatabase(located.database, { max: 1 })
   const { db } = database
   try {
     switch (command) {
@@ -96,7 +137,7 @@ async function main(): Promise<void> {
         const testKey = generateApiKey('test')
         const { tenantId } = await ensureWorkspace(db, {
           tenantName: values.name,
-          planId: values.plan!,
+          planId: values.plan ?? 'free',
           ownerEmail: values.owner ?? `owner+${crypto.randomUUID().slice(0, 8)}@workspace.invalid`,
           keys: [
             { name: 'Owner live key', key: liveKey },
@@ -198,6 +239,25 @@ async function main(): Promise<void> {
         )
         break
       }
+      case 'set-plan': {
+        const plan = PLAN_CATALOG.plans.find((p) => p.id === values.plan)
+        if (!plan) {
+          throw new Error(`--plan must be one of ${PLAN_CATALOG.plans.map((p) => p.id).join(', ')}`)
+        }
+        const tenantId = values.tenant ?? developmentTenant(located.dataDir)
+        const rows = await db
+          .update(schema.tenants)
+          .set({ planId: plan.id })
+          .where(eq(schema.tenants.id, tenantId))
+          .returning({ id: schema.tenants.id, name: schema.tenants.name })
+        if (!rows.length) throw new Error(`no workspace ${tenantId}`)
+        console.log(JSON.stringify({ tenantId, workspace: rows[0]!.name, plan: plan.id }, null, 2))
+        // Credentials are cached by each gateway isolate with the plan they carry.
+        console.error(
+          `The plan applies to new requests within API_KEY_CACHE_TTL_SECONDS (30 s by default) of this change.`,
+        )
+        break
+      }
       case 'set-password': {
         if (!values.email) throw new Error('--email is required')
         const password = values.password ?? generatePassword()
@@ -233,11 +293,6 @@ async function main(): Promise<void> {
         )
         break
       }
-      default:
-        console.error(
-          'usage: npm run workspace -- create-workspace|create-key|list-keys|revoke-key|create-service-account|rotate-service-account|revoke-service-account|list-service-accounts|set-password|set-crypto-policy|generate-signing-keys [options]',
-        )
-        process.exitCode = 2
     }
   } finally {
     await database.close()

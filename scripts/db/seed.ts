@@ -29,7 +29,7 @@ const PLAN_REFERENCE = {
   plans: PLAN_CATALOG.plans.map(({ id, name }) => ({ id, name })),
 }
 
-const DevCredentials = z.object({
+export const DevCredentials = z.object({
   tenantId: z.string().uuid(),
   tenantName: z.string(),
   ownerEmail: z.string(),
