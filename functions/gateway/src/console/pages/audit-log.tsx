@@ -127,7 +127,7 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
                   <span class="hint">
                     {size - checkpoint.body.tree_size} newer{' '}
                     {size - checkpoint.body.tree_size === 1 ? 'entry is' : 'entries are'} covered by the next
-                    checkpoint, signed within AUDIT_CHECKPOINT_INTERVAL_MS or at once when a proof asks for it
+                    checkpoint, signed within minutes, or at once when a proof asks for it
                   </span>
                 ) : null}
               </dd>

@@ -94,10 +94,7 @@ async function render(c: ConsoleContext, state: FormState, status = 200) {
           ) : null}
           <button type="submit">Sign in</button>
         </form>
-        <p class="muted">
-          Owners set passwords with <code>npm run workspace -- set-password</code>; <code>npm start</code>{' '}
-          prints the development owner's.
-        </p>
+        <p class="muted">No password yet, or forgot it? Ask your workspace owner to set one for you.</p>
       </main>
     </Document>
   )
