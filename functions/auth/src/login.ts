@@ -40,19 +40,21 @@ export function loginRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
         const tenantId = chooseTenant(tenantIds, body.tenant_id)
         const user = { id: userId }
 
+        // The family first: the access token names it (`sid`), so revoking the session refuses it.
+        const { familyId, refreshToken } = await startRefreshFamily(db, {
+          tenantId,
+          userId: user.id,
+          ttlSeconds: settings.refreshTokenTtlSeconds,
+        })
         const token = await issueAccessToken(db, c.env, c.executionCtx, {
           tenantId,
           sub: userSubject(user.id),
           aud: 'platform',
+          sessionId: familyId,
           ...(body.alg ? { alg: body.alg } : {}),
           requestId: c.get('request').requestId,
           method: c.req.method,
           path: '/auth/login',
-        })
-        const { refreshToken } = await startRefreshFamily(db, {
-          tenantId,
-          userId: user.id,
-          ttlSeconds: settings.refreshTokenTtlSeconds,
         })
         return {
           ...token,

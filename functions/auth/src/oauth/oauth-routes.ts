@@ -285,7 +285,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       tags: ['OAuth'],
       summary: 'Token endpoint: authorization_code (with PKCE) and refresh_token grants',
       description:
-        'Refresh tokens rotate on every use; presenting a spent one revokes every token of that authorization (RFC 9700 §4.14.2), as does presenting a spent authorization code.',
+        'Refresh tokens rotate on every use; presenting a spent one revokes every token of that authorization (RFC 9700 §4.14.2), as does presenting a spent authorization code: its refresh tokens at once, its access tokens (which name it in `sid`) everywhere within API_KEY_CACHE_TTL_SECONDS (401 token_revoked).',
       request: {
         body: {
           required: true,
@@ -333,6 +333,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
         ).length > 0
       const issue = (
         owner: { tenantId: string; userId: string },
+        familyId: string,
         grant: 'authorization_code' | 'refresh_token',
         resource: string,
         scope: string,
@@ -341,6 +342,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           tenantId: owner.tenantId,
           sub: userSubject(owner.userId),
           aud: 'platform',
+          sessionId: familyId,
           oauth: { resource, scope, clientId, grant },
           requestId,
           method: 'POST',
@@ -370,7 +372,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           oauth: { clientId, resource: spent.resource, scope: spent.scope },
         })
         await linkCodeToFamily(db, spent.codeHash, familyId)
-        const token = await issue(spent, 'authorization_code', spent.resource, spent.scope)
+        const token = await issue(spent, familyId, 'authorization_code', spent.resource, spent.scope)
         return { token, refreshToken, scope: spent.scope }
       }
 
@@ -420,7 +422,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           )
         }
         const scope = wanted?.length ? wanted.join(' ') : grant.scope
-        const token = await issue(rotated, 'refresh_token', grant.resource, scope)
+        const token = await issue(rotated, rotated.familyId, 'refresh_token', grant.resource, scope)
         return { token, refreshToken: rotated.refreshToken, scope }
       }
 
