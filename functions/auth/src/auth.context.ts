@@ -27,6 +27,12 @@ export interface AuthEnv extends DatabaseEnv {
   AUTH_LOGIN_WINDOW_SECONDS?: string
   /** Lockout after too many failures, in seconds (default 900). */
   AUTH_LOGIN_LOCKOUT_SECONDS?: string
+  /** OAuth client registrations one client address may make per window (default 10). */
+  OAUTH_REGISTRATIONS_PER_ADDRESS?: string
+  /** The window of OAUTH_REGISTRATIONS_PER_ADDRESS, in seconds (default 3600). */
+  OAUTH_REGISTRATION_WINDOW_SECONDS?: string
+  /** A registered OAuth client that has not completed an authorization this long after registering is deleted (seconds, default 86400). */
+  OAUTH_UNUSED_CLIENT_TTL_SECONDS?: string
 }
 
 export const DEFAULT_ISSUER = 'svc'
@@ -39,6 +45,9 @@ export interface AuthSettings {
   maxFailuresPerAddress: number
   windowSeconds: number
   lockoutSeconds: number
+  registrationsPerAddress: number
+  registrationWindowSeconds: number
+  unusedClientTtlSeconds: number
 }
 
 /** The auth worker's configuration (README's table): one schema, parsed once per isolate. */
@@ -52,6 +61,9 @@ export const AuthSettingsSchema = z
     AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS: wholeNumberVar(20),
     AUTH_LOGIN_WINDOW_SECONDS: wholeNumberVar(900),
     AUTH_LOGIN_LOCKOUT_SECONDS: wholeNumberVar(900),
+    OAUTH_REGISTRATIONS_PER_ADDRESS: wholeNumberVar(10),
+    OAUTH_REGISTRATION_WINDOW_SECONDS: wholeNumberVar(3600),
+    OAUTH_UNUSED_CLIENT_TTL_SECONDS: wholeNumberVar(24 * 3600),
   })
   .transform(
     (v): AuthSettings => ({
@@ -62,6 +74,9 @@ export const AuthSettingsSchema = z
       maxFailuresPerAddress: v.AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS,
       windowSeconds: v.AUTH_LOGIN_WINDOW_SECONDS,
       lockoutSeconds: v.AUTH_LOGIN_LOCKOUT_SECONDS,
+      registrationsPerAddress: v.OAUTH_REGISTRATIONS_PER_ADDRESS,
+      registrationWindowSeconds: v.OAUTH_REGISTRATION_WINDOW_SECONDS,
+      unusedClientTtlSeconds: v.OAUTH_UNUSED_CLIENT_TTL_SECONDS,
     }),
   )
 export const authSettings: (env: AuthEnv) => AuthSettings = envReader('auth', AuthSettingsSchema)
