@@ -486,6 +486,35 @@ describe(`OAuth negative cases, each with its RFC's error (${stack.kind})`, () =
     expect(new URL(denied.headers.get('location')!).searchParams.get('error')).toBe('access_denied')
   })
 
+  it("five wrong passwords at the consent page lock the stranger's address out of the account, not its owner", async () => {
+    const clientId = await register()
+    const { challenge } = await pkce()
+    const params = Object.fromEntries(
+      new URL(authorizeUrl({ client_id: clientId, code_challenge: challenge })).searchParams,
+    )
+    const stranger = address()
+    const answer = (password: string, from: string) =>
+      fetch(`${BASE}/oauth/authorize`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'cf-connecting-ip': from },
+        body: new URLSearchParams({
+          ...params,
+          email: owner.ownerEmail,
+          password,
+          tenant_id: stack.tenantA.id,
+          decision: 'allow',
+        }),
+      })
+    for (let i = 0; i < 5; i++) expect((await answer(`guess ${i}`, stranger)).status).toBe(401)
+    const locked = await answer(owner.ownerPassword, stranger)
+    expect(locked.status).toBe(429)
+    expect(await locked.text()).toContain('Too many failed sign-ins to this account from your address')
+    const ownerAnswer = await answer(owner.ownerPassword, address())
+    expect(ownerAnswer.status).toBe(302)
+    expect(new URL(ownerAnswer.headers.get('location')!).searchParams.get('code')).toBeTruthy()
+  })
+
   it('registration is throttled per address: the 11th within the hour is 429 with Retry-After, another address still registers', async () => {
     const from = address()
     const body = { client_name: 'flood', redirect_uris: [REDIRECT] }

@@ -19,7 +19,9 @@ export interface AuthEnv extends DatabaseEnv {
   AUTH_ACCESS_TOKEN_TTL_SECONDS?: string
   /** Lifetime of each refresh token in seconds (default 2592000, 30 days). */
   AUTH_REFRESH_TOKEN_TTL_SECONDS?: string
-  /** Failed logins per account within the window before a lockout (default 5). */
+  /** Failed logins to one account from one client address within the window before that address is locked out of it (default 5). */
+  AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS?: string
+  /** Failed logins to one account from all addresses within the window before it is locked for everyone (default 100). */
   AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT?: string
   /** Failed logins per client address within the window before a lockout (default 20). */
   AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS?: string
@@ -41,6 +43,7 @@ export interface AuthSettings {
   issuer: string
   accessTokenTtlSeconds: number
   refreshTokenTtlSeconds: number
+  maxFailuresPerAccountAddress: number
   maxFailuresPerAccount: number
   maxFailuresPerAddress: number
   windowSeconds: number
@@ -57,7 +60,8 @@ export const AuthSettingsSchema = z
     JWT_ISSUER: textVar(DEFAULT_ISSUER),
     AUTH_ACCESS_TOKEN_TTL_SECONDS: wholeNumberVar(900),
     AUTH_REFRESH_TOKEN_TTL_SECONDS: wholeNumberVar(30 * 24 * 3600),
-    AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT: wholeNumberVar(5),
+    AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS: wholeNumberVar(5),
+    AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT: wholeNumberVar(100),
     AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS: wholeNumberVar(20),
     AUTH_LOGIN_WINDOW_SECONDS: wholeNumberVar(900),
     AUTH_LOGIN_LOCKOUT_SECONDS: wholeNumberVar(900),
@@ -70,6 +74,7 @@ export const AuthSettingsSchema = z
       issuer: v.JWT_ISSUER,
       accessTokenTtlSeconds: v.AUTH_ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtlSeconds: v.AUTH_REFRESH_TOKEN_TTL_SECONDS,
+      maxFailuresPerAccountAddress: v.AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT_ADDRESS,
       maxFailuresPerAccount: v.AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT,
       maxFailuresPerAddress: v.AUTH_LOGIN_MAX_FAILURES_PER_ADDRESS,
       windowSeconds: v.AUTH_LOGIN_WINDOW_SECONDS,
