@@ -8,8 +8,9 @@
  *   429 token_allowance_exhausted, tier_allowance_exhausted (x-should-retry: false),
  *       rate_limited (transient: Retry-After <= 60 s)
  * Every 402/403 also sends `x-should-retry: false`, so the openai SDK does not retry them.
- * The openai SDK drops siblings of `error`, so `error.code` = the reason and `error.message`
- * states the facts (plan, limit, required plan, where to act) for SDK users.
+ * The openai SDK keeps only `body.error` on its error object, so the decision is also carried
+ * inside `error` (`err.error.svc_upgrade`, AppError.toBody), `error.code` = the reason, and
+ * `error.message` states the facts (plan, limit, required plan, where to act) in words.
  */
 import { z } from 'zod'
 import { AppError, type ErrorType } from '../http/errors'
@@ -240,10 +241,16 @@ function limitFacts(limit: BindingLimit | undefined): string {
   return ` (${limit.used ?? limit.limit} of ${limit.limit} ${limit.unit})`
 }
 
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1)
+}
+
 function nextStep(decision: UpgradeDecision): string {
   const offered = decision.actions.filter((a) => a.available)
   const upgrade = offered.find((a) => a.kind === 'upgrade_plan')
-  const other = offered.filter((a) => a.kind !== 'upgrade_plan').map((a) => a.label.toLowerCase())
+  // Labels start a sentence; mid-sentence only their first letter is lowered (a label may hold an
+  // ISO 8601 time, whose T and Z stay capitals).
+  const other = offered.filter((a) => a.kind !== 'upgrade_plan').map((a) => lowerFirst(a.label))
   const steps = [
     ...(upgrade ? [`upgrade to the ${decision.required_plan} plan at ${upgrade.url}`] : []),
     ...other,
