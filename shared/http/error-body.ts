@@ -32,7 +32,6 @@ export const actionRequiredResponse = (description: string) => ({
   content: { 'application/json': { schema: ActionRequiredBodySchema } },
 })
 
-
 /**
  * A status a route answers with either body: the action-required one when the plan refuses, the
  * error body for its other refusals (e.g. 403 for the plan, or for the caller's role).

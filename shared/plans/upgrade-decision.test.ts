@@ -185,7 +185,7 @@ describe('upgrade decisions', () => {
     expect(body.svc_upgrade.actions.map((a) => a.kind)).toEqual(['add_credits', 'upgrade_plan'])
   })
 
-  it('writes the reset time in the message as ISO 8601 exactly (only a label\'s first letter is lowered)', () => {
+  it("writes the reset time in the message as ISO 8601 exactly (only a label's first letter is lowered)", () => {
     const overage = actionRequiredError(decisions.overage_cap_reached!, o)
     expect(overage.status).toBe(402)
     expect(overage.message).toContain(`or retry after ${resetsAt}.`)

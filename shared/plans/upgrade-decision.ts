@@ -111,7 +111,11 @@ export const UpgradeDecisionSchema = z
 export type UpgradeDecision = z.infer<typeof UpgradeDecisionSchema>
 
 /** The `error.type` of each reason's refusal (one per status class, as OpenAI's SDK expects). */
-export const ACTION_REQUIRED_ERROR_TYPES = ['permission_error', 'insufficient_quota', 'rate_limit_error'] as const
+export const ACTION_REQUIRED_ERROR_TYPES = [
+  'permission_error',
+  'insufficient_quota',
+  'rate_limit_error',
+] as const
 type ActionRequiredErrorType = (typeof ACTION_REQUIRED_ERROR_TYPES)[number] & ErrorType
 
 /**

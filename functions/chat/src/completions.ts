@@ -296,7 +296,9 @@ export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
         400: errorResponse(
           'invalid_request_body naming the field and the rule; or the model provider rejected the request (its code and message passed through)',
         ),
-        402: actionRequiredResponse('insufficient_credits or overage_cap_reached: no funded usage credit left'),
+        402: actionRequiredResponse(
+          'insufficient_credits or overage_cap_reached: no funded usage credit left',
+        ),
         403: actionRequiredResponse(
           'model_access_required, domain_tier_required, feature_required or context_limit_reached: the plan does not include the model, capability or context size',
         ),

@@ -57,7 +57,9 @@ export function transcribeRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
           description: 'Transcript',
           content: { 'application/json': { schema: TranscriptionResultSchema } },
         },
-        400: errorResponse('The audio is invalid, oversize or unsupported, or a form field is (the message says which)'),
+        400: errorResponse(
+          'The audio is invalid, oversize or unsupported, or a form field is (the message says which)',
+        ),
         402: actionRequiredResponse('insufficient_credits or overage_cap_reached'),
         403: actionRequiredResponse(
           'feature_required: the plan does not include transcription; insufficient_scope (error body) for a credential without agents:write',

@@ -119,7 +119,9 @@ export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
         400: errorResponse(
           'Invalid protocol request: invalid_turn_request naming the field, thinking_not_supported, empty_request, cursor_out_of_range, or an approval or tool result the run is not waiting for',
         ),
-        402: actionRequiredResponse('insufficient_credits or overage_cap_reached: the hard plan allowance is reached'),
+        402: actionRequiredResponse(
+          'insufficient_credits or overage_cap_reached: the hard plan allowance is reached',
+        ),
         403: actionRequiredResponse(
           'feature_required (agent runs, thinking) or model_access_required: the plan does not include it; insufficient_scope (error body) for a credential without agents:write',
         ),

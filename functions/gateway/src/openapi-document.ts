@@ -106,7 +106,11 @@ function refersToError(schema: Schema): boolean {
  * schema becomes "either". A family response without a JSON body (the OTLP routes answer in the
  * request's own encoding, the gateway's refusals included) is left as the family wrote it.
  */
-function addGatewayRefusal(responses: Record<string, DocumentedResponse>, status: number, what: string): void {
+function addGatewayRefusal(
+  responses: Record<string, DocumentedResponse>,
+  status: number,
+  what: string,
+): void {
   const key = String(status)
   const existing = responses[key]
   if (!existing) {
@@ -116,7 +120,8 @@ function addGatewayRefusal(responses: Record<string, DocumentedResponse>, status
   const media = existing.content?.['application/json']
   if (!media?.schema) return
   existing.description = `${existing.description}. From the gateway: ${what}`
-  if (!refersToError(media.schema)) media.schema = { anyOf: [...(media.schema.anyOf ?? [media.schema]), ERROR_REF] }
+  if (!refersToError(media.schema))
+    media.schema = { anyOf: [...(media.schema.anyOf ?? [media.schema]), ERROR_REF] }
 }
 
 /** The refusals the gateway gives on a route before (or instead of) its family (gateway.app.ts). */
@@ -138,7 +143,10 @@ export function gatewayRefusals(route: RouteSpec | undefined): [status: number, 
     ])
   }
   if (route?.body) {
-    refusals.push([413, `request_too_large: the body is larger than this route takes (${route.body.maxBytes} bytes)`])
+    refusals.push([
+      413,
+      `request_too_large: the body is larger than this route takes (${route.body.maxBytes} bytes)`,
+    ])
     refusals.push([415, 'unsupported_media_type: the Content-Type is not the one this route takes'])
   }
   if (route?.access === 'credential') {

@@ -90,7 +90,9 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       request: { body: { required: true, content: json(DocumentUploadRequestSchema) } },
       responses: {
         200: { description: 'Accepted and indexed', content: json(DocumentUploadResultSchema) },
-        400: errorResponse('The body is invalid (the message names the field and the rule), or empty_document'),
+        400: errorResponse(
+          'The body is invalid (the message names the field and the rule), or empty_document',
+        ),
         413: errorResponse('document_too_large: the content is over 1 MiB'),
         429: actionRequiredResponse(
           "tier_allowance_exhausted: the plan's document allowance is reached (binding_limit kind documents)",

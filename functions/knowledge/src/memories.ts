@@ -41,7 +41,9 @@ function render(row: Pick<MemoryRow, 'id' | 'content' | 'body' | 'createdAt'>) {
   }
 }
 
-const storeUnavailable = errorResponse('knowledge_store_unavailable: the database cannot be reached; retry shortly')
+const storeUnavailable = errorResponse(
+  'knowledge_store_unavailable: the database cannot be reached; retry shortly',
+)
 
 export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
   app.openapi(

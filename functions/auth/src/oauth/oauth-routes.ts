@@ -19,6 +19,7 @@ import { appendAuditEvent } from '../../../../durable-objects/audit-log/audit-cl
 import { MCP_RESOURCE_SCOPES } from '../../../../shared/auth/oauth-resources'
 import { userSubject } from '../../../../shared/auth/subjects'
 import { members, tenants } from '../../../../shared/db/schema'
+import { errorResponse } from '../../../../shared/http/error-body'
 import { AppError } from '../../../../shared/http/errors'
 import type { FamilyEnv } from '../../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../../shared/worker/request-database'
@@ -44,6 +45,10 @@ import { OAuthError, oauthError } from './oauth-error'
 
 type AuthContext = Context<FamilyEnv<AuthEnv>>
 
+/** The database behind clients, codes and refresh families (or the token signer) is unreachable. */
+const identityStoreDown = errorResponse(
+  'identity_store_unavailable, or no signing key can issue the token; retry shortly',
+)
 export function authorizationServerMetadata(
   baseUrl: string,
 ): z.infer<typeof AuthorizationServerMetadataSchema> {
@@ -180,6 +185,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           content: { 'application/json': { schema: ClientRegistrationResponseSchema } },
         },
         400: oauthErrorResponse('invalid_redirect_uri or invalid_client_metadata'),
+        503: identityStoreDown,
       },
     }),
     async (c) => {
@@ -214,6 +220,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           description: 'Unknown client or redirect URI',
           content: { 'text/html': { schema: z.string() } },
         },
+        503: identityStoreDown,
       },
     }),
   )
@@ -257,6 +264,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           description: 'The page again: too many failures',
           content: { 'text/html': { schema: z.string() } },
         },
+        503: identityStoreDown,
       },
     }),
   )
@@ -298,6 +306,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           'invalid_request, invalid_grant, invalid_target, invalid_scope, unsupported_grant_type',
         ),
         401: oauthErrorResponse('invalid_client'),
+        503: identityStoreDown,
       },
     }),
   )
