@@ -300,7 +300,7 @@ export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
           'insufficient_credits or overage_cap_reached: no funded usage credit left',
         ),
         403: actionRequiredResponse(
-          'model_access_required, domain_tier_required, feature_required or context_limit_reached: the plan does not include the model, capability or context size',
+          'model_access_required, feature_required or context_limit_reached: the plan does not include the model, capability or context size',
         ),
         413: errorResponse('The model provider refused the request as too large'),
         422: errorResponse('The model provider rejected the request (its code and message passed through)'),

@@ -130,7 +130,9 @@ export function gatewayRefusals(route: RouteSpec | undefined): [status: number, 
   const input = [
     'malformed_path: the path is not valid percent-encoding',
     ...(route?.body?.kind === 'json'
-      ? ['a body that is not JSON or breaks the input rules (duplicate keys, nesting depth, invalid UTF-8)']
+      ? [
+          'a body that is not JSON or breaks the input rules (invalid UTF-8, nesting over 64 levels, NUL or an unpaired surrogate, a number out of range, a reserved field name)',
+        ]
       : []),
     ...(route?.access === 'credential' ? ['too_many_declared_algorithms'] : []),
   ]
