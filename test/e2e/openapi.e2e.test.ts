@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, inject, it } from 'vitest'
+import { ROUTES } from '../../shared/routing/route-table.ts'
 import { OTLP_MEDIA_TYPES } from '../../shared/telemetry/otlp-content-types.ts'
+import { createWorkspace } from './chat-fixtures.ts'
 
 const stack = inject('stack')
 const url = (p: string) => `${stack.baseUrl}${p}`
@@ -140,6 +142,44 @@ export const noSuchField = (decision: UpgradeDecision) => decision.binding_limit
         ).toBe(true)
       }
     }
+  })
+
+  it('every route answers only statuses its operation documents: without a credential, and for fresh workspaces on two plans', async () => {
+    const doc = (await (await fetch(url('/openapi.json'))).json()) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
+    }
+    const free = await createWorkspace('free')
+    const team = await createWorkspace('team')
+    const bodies: Record<string, { type: string; body: string }> = {
+      json: { type: 'application/json', body: '{}' },
+      form: { type: 'application/x-www-form-urlencoded', body: '' },
+      multipart: { type: 'multipart/form-data; boundary=x', body: '--x--\r\n' },
+      otlp: { type: 'application/json', body: '{}' },
+    }
+    let checked = 0
+    for (const route of ROUTES) {
+      const op = doc.paths[route.path.replace(/:([A-Za-z]+)/g, '{$1}')]?.[route.method.toLowerCase()]
+      if (!op) continue // not advertised (GET and DELETE /mcp answer 405)
+      const sent = route.body ? bodies[route.body.kind] : undefined
+      for (const key of [null, free.testKey, team.liveKey]) {
+        const res = await fetch(url(route.path.replace(/:[A-Za-z]+/g, () => crypto.randomUUID())), {
+          method: route.method,
+          headers: {
+            ...(key ? { authorization: `Bearer ${key}` } : {}),
+            ...(sent ? { 'content-type': sent.type } : {}),
+          },
+          ...(sent ? { body: sent.body } : {}),
+          redirect: 'manual',
+        })
+        const text = await res.text()
+        expect(
+          Object.keys(op.responses),
+          `${route.method} ${route.path} answered ${res.status}: ${text.slice(0, 200)}`,
+        ).toContain(String(res.status))
+        checked += 1
+      }
+    }
+    expect(checked).toBeGreaterThan(200)
   })
 
   it('documents the telemetry routes: OTLP exports with every accepted encoding and their refusals, results, status, observability tokens', async () => {
