@@ -30,6 +30,9 @@ export function loginRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           'not_a_member of the requested workspace, or crypto_policy_violation for a requested alg',
         ),
         429: errorResponse('login_throttled: too many failures; see Retry-After'),
+        503: errorResponse(
+          'identity_store_unavailable, or no signing key can issue the token; retry shortly',
+        ),
       },
     }),
     async (c) => {

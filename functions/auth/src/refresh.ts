@@ -29,6 +29,9 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
         401: errorResponse(
           'refresh_token_invalid, refresh_token_expired, refresh_token_revoked, or refresh_token_reused (the session is now revoked)',
         ),
+        503: errorResponse(
+          'identity_store_unavailable, or no signing key can issue the token; retry shortly',
+        ),
       },
     }),
     async (c) => {

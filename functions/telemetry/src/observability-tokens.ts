@@ -13,6 +13,7 @@ import {
   revokeObservabilityToken,
   rotateObservabilityToken,
 } from '../../../shared/auth/observability-tokens'
+import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import type { Identity } from '../../../shared/worker/request-context'
@@ -68,8 +69,8 @@ function record(
 }
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } })
-const forbidden = { description: 'insufficient_role: only owners and admins manage observability tokens' }
-const notFound = { description: 'observability_token_not_found (or already revoked)' }
+const forbidden = errorResponse('insufficient_role: only owners and admins manage observability tokens')
+const notFound = errorResponse('observability_token_not_found (or already revoked)')
 
 export function observabilityTokenRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv>>): void {
   app.openapi(

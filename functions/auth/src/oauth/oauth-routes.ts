@@ -20,6 +20,7 @@ import { appendAuditEvent } from '../../../../durable-objects/audit-log/audit-cl
 import { MCP_RESOURCE_SCOPES } from '../../../../shared/auth/oauth-resources'
 import { userSubject } from '../../../../shared/auth/subjects'
 import { members, tenants } from '../../../../shared/db/schema'
+import { errorResponse } from '../../../../shared/http/error-body'
 import { AppError } from '../../../../shared/http/errors'
 import type { FamilyEnv } from '../../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../../shared/worker/request-database'
@@ -47,6 +48,10 @@ import { countRegistration } from './registration-throttle'
 
 type AuthContext = Context<FamilyEnv<AuthEnv>>
 
+/** The database behind clients, codes and refresh families (or the token signer) is unreachable. */
+const identityStoreDown = errorResponse(
+  'identity_store_unavailable, or no signing key can issue the token; retry shortly',
+)
 export function authorizationServerMetadata(
   baseUrl: string,
 ): z.infer<typeof AuthorizationServerMetadataSchema> {
@@ -186,6 +191,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
         429: oauthErrorResponse(
           'registration_throttled: too many registrations from this address; see Retry-After',
         ),
+        503: identityStoreDown,
       },
     }),
     async (c) => {
@@ -226,6 +232,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           description: 'Unknown client or redirect URI',
           content: { 'text/html': { schema: z.string() } },
         },
+        503: identityStoreDown,
       },
     }),
   )
@@ -269,6 +276,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           description: 'The page again: too many failures',
           content: { 'text/html': { schema: z.string() } },
         },
+        503: identityStoreDown,
       },
     }),
   )
@@ -315,6 +323,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           'invalid_request, invalid_grant, invalid_target, invalid_scope, unsupported_grant_type',
         ),
         401: oauthErrorResponse('invalid_client'),
+        503: identityStoreDown,
       },
     }),
   )
