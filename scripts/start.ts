@@ -67,6 +67,7 @@ svc is running (${((Date.now() - started) / 1000).toFixed(1)} s)
   Base URL        ${stack.baseUrl}
   Runtime         ${runtime === 'workerd' ? 'workerd (plain workerd serve)' : 'Miniflare'}${fakeQpu ? `\n  QPU provider    fake IonQ v0.3 at ${fakeQpu.baseUrl} (key ${FAKE_QPU_KEY})` : ''}
   Database        ${stack.database.kind === 'embedded' ? `embedded PGlite (${path.relative(ROOT, dataDir) || '.'}/pglite)` : 'DATABASE_URL'}
+  Telemetry       ${stack.telemetry.collector === 'local' ? `local OTLP collector, files in ${path.relative(ROOT, stack.telemetry.dir) || '.'}/{traces,metrics,logs}.jsonl` : 'OTLP_COLLECTOR_URL'}
   Workspace       ${credentials.tenantName} (${credentials.tenantId})
   Test API key    ${credentials.testKey}
   Live API key    ${credentials.liveKey}

@@ -488,6 +488,12 @@ export const telemetryIngestions = pgTable(
     /** Who sent it: `token:<id>` (observability token) or the access token's subject. */
     principal: text('principal').notNull(),
     durationMs: integer('duration_ms').notNull(),
+    /**
+     * What the workspace sees of an export the collector took: its first spans, metrics or log
+     * records, at most 4 KiB of JSON (functions/telemetry/src/otlp/export-sample.ts). Null for
+     * exports not forwarded.
+     */
+    sample: jsonb('sample'),
     createdAt: createdAt(),
   },
   (t) => [index('telemetry_ingestions_tenant_time_idx').on(t.tenantId, t.createdAt)],

@@ -29,6 +29,7 @@ import { principalId } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { type IngestionOutcome, recordIngestion } from './ingestion-store'
 import { collectorFailure, collectorUrl, sendToCollector } from './otlp/collector'
+import { sampleOfJson, sampleOfProtobuf } from './otlp/export-sample'
 import { unframe } from './otlp/grpc'
 import { countJsonItems, rejectedInJsonResponse } from './otlp/otlp-json'
 import { countProtobufItems, OtlpDecodeError, rejectedInProtobufResponse } from './otlp/otlp-protobuf'
@@ -36,6 +37,7 @@ import { successResponse } from './otlp/otlp-responses'
 import { type OtlpSignal, SIGNAL_REQUEST, SIGNALS } from './otlp/otlp-schema'
 import { type ContentEncoding, contentEncodingOf, decompress, readRawBody } from './otlp/request-body'
 import { meteringOf, type TelemetryEnv, telemetrySettings } from './telemetry.context'
+import type { ExportSample } from './telemetry.schemas'
 
 type TelemetryContext = Context<FamilyEnv<TelemetryEnv>>
 
@@ -50,6 +52,8 @@ interface ExportFacts {
   receivedBytes: number
   decodedBytes: number
   collectorStatus: number | null
+  /** What the workspace sees of the export once the collector took it (export-sample.ts). */
+  sample: ExportSample | null
 }
 
 function encodingOf(c: TelemetryContext): OtlpEncoding {
@@ -132,8 +136,10 @@ async function decodeExport(
         )
       }
       facts.items = countJsonItems(parsed, message)
+      facts.sample = sampleOfJson(signal, parsed)
     } else {
       facts.items = countProtobufItems(decoded, message)
+      facts.sample = sampleOfProtobuf(signal, decoded, message)
     }
   } catch (err) {
     if (err instanceof OtlpDecodeError) throw invalid(signal, err, facts.encoding)
@@ -175,6 +181,7 @@ async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Re
     receivedBytes: 0,
     decodedBytes: 0,
     collectorStatus: null,
+    sample: null,
   }
   const record = (outcome: IngestionOutcome, status: number, errorCode: string | null) =>
     withRequestDatabase(c, 'telemetry', (db) =>
@@ -196,6 +203,8 @@ async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Re
           collectorStatus: facts.collectorStatus,
           principal: principalId(identity),
           durationMs: Date.now() - started,
+          // Kept only for what the collector took: the workspace's view of what it received.
+          sample: outcome === 'forwarded' || outcome === 'partially_rejected' ? facts.sample : null,
         },
         settings.OTLP_RESULTS_RETAINED,
       ),
