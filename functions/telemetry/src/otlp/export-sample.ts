@@ -77,12 +77,28 @@ const UNREAD_FIELDS: ReadonlySet<string> = new Set([
 
 type Decoded = { [key: string]: unknown }
 
+/** Proto name → OTLP JSON key, computed once per name (a regex per field read costs more than the read). */
+const JSON_KEYS = new Map<string, string>()
+function keyOf(protoName: string): string {
+  let key = JSON_KEYS.get(protoName)
+  if (key === undefined) {
+    key = jsonName(protoName)
+    JSON_KEYS.set(protoName, key)
+  }
+  return key
+}
+
 interface Budget {
   items: number
   truncated: boolean
 }
 
-const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+const HEX_BYTES = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'))
+function hex(bytes: Uint8Array): string {
+  let out = ''
+  for (let i = 0; i < bytes.length; i++) out += HEX_BYTES[bytes[i]!]
+  return out
+}
 
 /** A 64-bit integer as a number when exact, else its decimal string. */
 const exact = (value: bigint | string): number | string => {
@@ -138,27 +154,27 @@ function decode(bytes: Uint8Array, name: MessageName, budget: Budget, depth: num
       reader.skip(wireType, fieldNo)
       continue
     }
-    const key = jsonName(field.name)
+    const key = keyOf(field.name)
     if (field.kind === 'message') {
       if (wireType !== WireType.LengthDelimited) {
         reader.skip(wireType, fieldNo)
         continue
       }
-      const inner = reader.bytes()
       const message = field.message!
       const seen = out[key] as unknown[] | undefined
-      let value: Decoded | null
+      let value: Decoded | null = null
       if (ITEM_MESSAGES.has(message)) {
         if (budget.items <= 0) {
           budget.truncated = true
+          reader.skip(wireType, fieldNo)
           continue
         }
         budget.items -= 1
-        value = decode(inner, message, budget, depth + 1)
+        value = decode(reader.bytes(), message, budget, depth + 1)
       } else if (POINT_MESSAGES.has(message) && seen !== undefined) {
-        value = null
+        reader.skip(wireType, fieldNo)
       } else {
-        value = decode(inner, message, budget, depth + 1)
+        value = decode(reader.bytes(), message, budget, depth + 1)
       }
       if (!field.repeated) out[key] = value
       else if (seen) seen.push(value)
@@ -180,7 +196,7 @@ const isObject = (v: unknown): v is Decoded => typeof v === 'object' && v !== nu
 /** A field by its OTLP JSON key or its proto name; null is absent. */
 function get(o: unknown, protoName: string): unknown {
   if (!isObject(o)) return undefined
-  return o[jsonName(protoName)] ?? o[protoName] ?? undefined
+  return o[keyOf(protoName)] ?? o[protoName] ?? undefined
 }
 
 function list(o: unknown, protoName: string): unknown[] {
