@@ -42,6 +42,7 @@ export function identityFor(
 ): Identity {
   return {
     tenantId,
+    mode,
     principal: { kind: 'api_key', keyId: `key-${mode}`, mode },
     role: 'owner',
     planId,

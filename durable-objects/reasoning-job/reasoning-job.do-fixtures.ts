@@ -47,6 +47,7 @@ export async function identityFor(
 ): Promise<Identity> {
   return {
     tenantId: options.tenantId ?? (await createTenant(planId)),
+    mode,
     principal: { kind: 'api_key', keyId: options.keyId ?? `key-${mode}`, mode },
     role: options.role ?? 'owner',
     planId,

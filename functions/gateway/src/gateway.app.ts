@@ -69,6 +69,41 @@ function tenantMismatch(claimed: string, name: string, identity: Identity): AppE
   )
 }
 
+/**
+ * `x-svc-mode: test|live` chooses the mode of a person's request (a user's access token, from a
+ * login or an OAuth grant): the console sends its test/live switch with every call. Any other
+ * credential's mode is fixed (an API key's own, live for service accounts and observability
+ * tokens): naming it is allowed, naming the other is 403 `mode_mismatch`, like a tenant that is
+ * not the credential's. Without the header a person acts live.
+ */
+export const MODE_HEADER = 'x-svc-mode'
+
+function withRequestedMode(identity: Identity, request: Request): Identity {
+  const requested = request.headers.get(MODE_HEADER)
+  if (requested === null || requested === '') return identity
+  if (requested !== 'test' && requested !== 'live') {
+    throw new AppError(
+      400,
+      'invalid_mode',
+      `${MODE_HEADER} must be "test" or "live" (got ${JSON.stringify(requested.slice(0, 40))}).`,
+      { param: MODE_HEADER },
+    )
+  }
+  if (requested === identity.mode) return identity
+  if (choosesMode(identity)) return { ...identity, mode: requested }
+  throw new AppError(
+    403,
+    'mode_mismatch',
+    `This request asks for ${requested} mode (${MODE_HEADER}), but the credential acts in ${identity.mode} mode. Remove the header or use a ${requested} credential.`,
+    { param: MODE_HEADER },
+  )
+}
+
+/** A person chooses the mode of each request; keys, service accounts and tokens have theirs. */
+function choosesMode(identity: Identity): boolean {
+  return identity.principal.kind === 'access_token' && identity.principal.subject.startsWith('user:')
+}
+
 /** 403 for a credential limited to scopes of which none covers the route (shared/auth/scopes.ts). */
 function checkScopes(route: RouteSpec, identity: Identity): void {
   const needed = scopesFor(route)
@@ -281,7 +316,10 @@ gatewayApp.all('*', async (c) => {
   // The MCP endpoint is the protected resource of the OAuth authorization server (functions/auth/src/oauth).
   const resource =
     lookup.kind === 'match' && lookup.match.route.family === 'mcp' ? mcpResource(c.get('baseUrl')) : null
-  const identity = await authenticate(request, audiences, c.env, c.executionCtx, resource)
+  const identity = withRequestedMode(
+    await authenticate(request, audiences, c.env, c.executionCtx, resource),
+    request,
+  )
   checkTenant(identity, request, url)
 
   if (lookup.kind === 'not_found') {

@@ -41,6 +41,7 @@ describe('POST /svc/feedback', () => {
     const res = await send(
       {
         tenantId,
+        mode: 'live',
         principal: {
           kind: 'access_token',
           subject,

@@ -189,6 +189,7 @@ describe('memories are personal', () => {
     const subject = `user:${crypto.randomUUID()}`
     const token = (): Identity => ({
       tenantId,
+      mode: 'live',
       principal: {
         kind: 'access_token',
         subject,

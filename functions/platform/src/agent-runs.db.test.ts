@@ -39,6 +39,7 @@ function testKey(tenantId: string, role: Identity['role'] = 'owner'): Identity {
   return apiKeyIdentity({
     tenantId,
     role,
+    mode: 'test',
     principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
   })
 }
@@ -47,6 +48,7 @@ function testKey(tenantId: string, role: Identity['role'] = 'owner'): Identity {
 function login(tenantId: string, role: Identity['role']): Identity {
   return {
     tenantId,
+    mode: 'live',
     principal: {
       kind: 'access_token',
       subject: `user:${crypto.randomUUID()}`,
