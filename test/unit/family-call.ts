@@ -59,7 +59,11 @@ export function apiKeyIdentity(overrides: Partial<Identity> & { keyId?: string }
   const { keyId, ...rest } = overrides
   const identity = {
     tenantId: crypto.randomUUID(),
-    principal: { kind: 'api_key', keyId: keyId ?? crypto.randomUUID(), mode: 'live' } as Identity['principal'],
+    principal: {
+      kind: 'api_key',
+      keyId: keyId ?? crypto.randomUUID(),
+      mode: 'live',
+    } as Identity['principal'],
     role: 'owner' as const,
     planId: 'pro',
     scopes: [],

@@ -17,7 +17,11 @@ const live: Identity = {
   planId: 'pro',
   scopes: [],
 }
-const test: Identity = { ...live, mode: 'test', principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' } }
+const test: Identity = {
+  ...live,
+  mode: 'test',
+  principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+}
 
 function setup(overrides: Record<string, unknown> = {}) {
   const fake = createOpenAiEmbeddingsFake()
