@@ -3,10 +3,11 @@
  * PostgreSQL server in development and tests). Every tenant-owned table carries
  * `tenant_id` and every query on it filters by the authenticated tenant.
  */
-import { sql } from 'drizzle-orm'
+import { type AnyColumn, sql } from 'drizzle-orm'
 import {
   bigint,
   boolean,
+  check,
   customType,
   index,
   integer,
@@ -28,6 +29,16 @@ export const API_KEY_MODES = ['live', 'test'] as const
 export type ApiKeyMode = (typeof API_KEY_MODES)[number]
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow()
+
+/**
+ * The mode of a resource a credential created (README, "Test and live"): test and live are
+ * separate worlds of a tenant, and every query of such a table filters by tenant and mode.
+ * Rows from before modes were separate were given one by migration 0012 (the creating key's
+ * mode where it is known, else live).
+ */
+const modeColumn = () => text('mode', { enum: API_KEY_MODES }).notNull()
+const modeCheck = (table: string, mode: AnyColumn) =>
+  check(`${table}_mode_check`, sql`${mode} in ('test', 'live')`)
 
 /** Reference data: the plan catalog's ids and display names (limits live in versioned config). */
 export const plans = pgTable('plans', {
@@ -117,13 +128,14 @@ export const feedback = pgTable(
   {
     id: uuid('id').primaryKey().defaultRandom(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     apiKeyId: uuid('api_key_id'),
     subject: text('subject'),
     body: jsonb('body').notNull(),
     requestId: text('request_id').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index('feedback_tenant_idx').on(t.tenantId, t.createdAt)],
+  (t) => [index('feedback_tenant_idx').on(t.tenantId, t.mode, t.createdAt), modeCheck('feedback', t.mode)],
 )
 
 /** Personal memory records: owned by a tenant and a principal (key or user) inside it. */
@@ -132,6 +144,7 @@ export const memories = pgTable(
   {
     id: uuid('id').primaryKey().defaultRandom(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     ownerId: text('owner_id').notNull(),
     content: text('content').notNull(),
     body: jsonb('body').notNull(),
@@ -141,8 +154,9 @@ export const memories = pgTable(
     tsv: tsvector('tsv').notNull().generatedAlwaysAs(sql`to_tsvector('english', "content")`),
   },
   (t) => [
-    index('memories_owner_idx').on(t.tenantId, t.ownerId, t.createdAt),
+    index('memories_owner_idx').on(t.tenantId, t.mode, t.ownerId, t.createdAt),
     index('memories_tsv_idx').using('gin', t.tsv),
+    modeCheck('memories', t.mode),
   ],
 )
 
@@ -150,7 +164,7 @@ export const memories = pgTable(
 // Tenant documents with retrieval (functions/knowledge/src/documents, docs/retrieval.md).
 
 /**
- * One document per tenant and `source`: uploading the same source again replaces it in one
+ * One document per tenant, mode and `source`: uploading the same source again replaces it in one
  * transaction. `content` is kept so a document can be re-chunked and re-embedded.
  */
 export const documents = pgTable(
@@ -158,6 +172,7 @@ export const documents = pgTable(
   {
     id: uuid('id').primaryKey().defaultRandom(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     source: text('source').notNull(),
     content: text('content').notNull(),
     /** Hex SHA-256 of the UTF-8 content: an identical re-upload changes nothing. */
@@ -171,8 +186,9 @@ export const documents = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('documents_tenant_source_idx').on(t.tenantId, t.source),
-    index('documents_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
+    uniqueIndex('documents_tenant_source_idx').on(t.tenantId, t.mode, t.source),
+    index('documents_tenant_created_idx').on(t.tenantId, t.mode, t.createdAt, t.id),
+    modeCheck('documents', t.mode),
   ],
 )
 
@@ -190,6 +206,8 @@ export const documentChunks = pgTable(
       .notNull()
       .references(() => documents.id, { onDelete: 'cascade' }),
     tenantId: tenantRef(),
+    /** The document's mode: retrieval and embedding reuse stay inside one mode. */
+    mode: modeColumn(),
     ordinal: integer('ordinal').notNull(),
     startOffset: integer('start_offset').notNull(),
     endOffset: integer('end_offset').notNull(),
@@ -202,8 +220,9 @@ export const documentChunks = pgTable(
   },
   (t) => [
     index('document_chunks_document_idx').on(t.documentId, t.ordinal),
-    index('document_chunks_tenant_space_idx').on(t.tenantId, t.embeddingSpace, t.textSha256),
+    index('document_chunks_tenant_space_idx').on(t.tenantId, t.mode, t.embeddingSpace, t.textSha256),
     index('document_chunks_tsv_idx').using('gin', t.tsv),
+    modeCheck('document_chunks', t.mode),
   ],
 )
 

@@ -14,6 +14,7 @@ import { checkFeatureAccess } from '../../../shared/plans/entitlements'
 import { type ResolvedPlan, resolvePlan } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError } from '../../../shared/plans/upgrade-decision'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { scopeOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
   type DocumentRecord,
@@ -91,7 +92,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const plan = planOf(c)
       const embedder = embedderFor(c.env, identity)
       const result = await withRequestDatabase(c, 'knowledge', (db) =>
-        uploadDocument(db, { tenantId: identity.tenantId }, input, { plan, embedder }),
+        uploadDocument(db, scopeOf(identity), input, { plan, embedder }),
       )
       return c.json(
         {
@@ -120,7 +121,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const { limit, after } = c.req.valid('query')
       const space = embedderFor(c.env, identity)?.space.id ?? null
       const page = await withRequestDatabase(c, 'knowledge', (db) =>
-        listDocuments(db, { tenantId: identity.tenantId }, { limit, after }),
+        listDocuments(db, scopeOf(identity), { limit, after }),
       )
       return c.json(
         {
@@ -148,9 +149,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       requireRetrieval(c)
       const { id } = c.req.valid('param')
       const space = embedderFor(c.env, identity)?.space.id ?? null
-      const found = await withRequestDatabase(c, 'knowledge', (db) =>
-        getDocument(db, { tenantId: identity.tenantId }, id),
-      )
+      const found = await withRequestDatabase(c, 'knowledge', (db) => getDocument(db, scopeOf(identity), id))
       if (!found) throw notFound(id)
       return c.json(
         {
@@ -181,7 +180,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const identity = identityOf(c)
       const { id } = c.req.valid('param')
       const deleted = await withRequestDatabase(c, 'knowledge', (db) =>
-        deleteDocument(db, { tenantId: identity.tenantId }, id),
+        deleteDocument(db, scopeOf(identity), id),
       )
       if (!deleted) throw notFound(id)
       return c.json({ id, object: 'document' as const, deleted: true as const }, 200)
@@ -205,7 +204,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const request = c.req.valid('json')
       const embedder = embedderFor(c.env, identity)
       const retrieval = await withRequestDatabase(c, 'knowledge', (db) =>
-        retrieveChunks(db, { tenantId: identity.tenantId }, request, {
+        retrieveChunks(db, scopeOf(identity), request, {
           embedder,
           backend: () => vectorBackendOf(db, c.env.DATABASE_URL ?? ''),
         }),

@@ -1,0 +1,32 @@
+-- Test and live are separate worlds (README, "Test and live"): every resource a credential creates
+-- carries the mode it was created in. Existing rows get the mode of the key that created them where
+-- the row names it, else live (the only mode a person or service account had before).
+ALTER TABLE "feedback" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "feedback" f SET "mode" = k."mode" FROM "api_keys" k WHERE k."id" = f."api_key_id";--> statement-breakpoint
+UPDATE "feedback" SET "mode" = 'live' WHERE "mode" IS NULL;--> statement-breakpoint
+ALTER TABLE "feedback" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "feedback" ADD CONSTRAINT "feedback_mode_check" CHECK ("feedback"."mode" in ('test', 'live'));--> statement-breakpoint
+DROP INDEX "feedback_tenant_idx";--> statement-breakpoint
+CREATE INDEX "feedback_tenant_idx" ON "feedback" USING btree ("tenant_id","mode","created_at");--> statement-breakpoint
+ALTER TABLE "memories" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "memories" m SET "mode" = k."mode" FROM "api_keys" k WHERE m."owner_id" = 'key:' || k."id"::text;--> statement-breakpoint
+UPDATE "memories" SET "mode" = 'live' WHERE "mode" IS NULL;--> statement-breakpoint
+ALTER TABLE "memories" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "memories" ADD CONSTRAINT "memories_mode_check" CHECK ("memories"."mode" in ('test', 'live'));--> statement-breakpoint
+DROP INDEX "memories_owner_idx";--> statement-breakpoint
+CREATE INDEX "memories_owner_idx" ON "memories" USING btree ("tenant_id","mode","owner_id","created_at");--> statement-breakpoint
+-- Documents do not record who uploaded them: live, and their chunks with them.
+ALTER TABLE "documents" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "documents" SET "mode" = 'live';--> statement-breakpoint
+ALTER TABLE "documents" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "documents" ADD CONSTRAINT "documents_mode_check" CHECK ("documents"."mode" in ('test', 'live'));--> statement-breakpoint
+DROP INDEX "documents_tenant_source_idx";--> statement-breakpoint
+DROP INDEX "documents_tenant_created_idx";--> statement-breakpoint
+CREATE UNIQUE INDEX "documents_tenant_source_idx" ON "documents" USING btree ("tenant_id","mode","source");--> statement-breakpoint
+CREATE INDEX "documents_tenant_created_idx" ON "documents" USING btree ("tenant_id","mode","created_at","id");--> statement-breakpoint
+ALTER TABLE "document_chunks" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "document_chunks" c SET "mode" = d."mode" FROM "documents" d WHERE d."id" = c."document_id";--> statement-breakpoint
+ALTER TABLE "document_chunks" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "document_chunks" ADD CONSTRAINT "document_chunks_mode_check" CHECK ("document_chunks"."mode" in ('test', 'live'));--> statement-breakpoint
+DROP INDEX "document_chunks_tenant_space_idx";--> statement-breakpoint
+CREATE INDEX "document_chunks_tenant_space_idx" ON "document_chunks" USING btree ("tenant_id","mode","embedding_space","text_sha256");
