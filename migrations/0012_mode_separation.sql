@@ -30,3 +30,32 @@ ALTER TABLE "document_chunks" ALTER COLUMN "mode" SET NOT NULL;--> statement-bre
 ALTER TABLE "document_chunks" ADD CONSTRAINT "document_chunks_mode_check" CHECK ("document_chunks"."mode" in ('test', 'live'));--> statement-breakpoint
 DROP INDEX "document_chunks_tenant_space_idx";--> statement-breakpoint
 CREATE INDEX "document_chunks_tenant_space_idx" ON "document_chunks" USING btree ("tenant_id","mode","embedding_space","text_sha256");
+--> statement-breakpoint
+-- Reasoning jobs: the creating key's mode (the job's object holds the same: test_mode), else live.
+ALTER TABLE "reasoning_jobs" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "reasoning_jobs" j SET "mode" = k."mode" FROM "api_keys" k WHERE j."principal" = 'key:' || k."id"::text;--> statement-breakpoint
+UPDATE "reasoning_jobs" SET "mode" = 'live' WHERE "mode" IS NULL;--> statement-breakpoint
+ALTER TABLE "reasoning_jobs" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "reasoning_jobs" ADD CONSTRAINT "reasoning_jobs_mode_check" CHECK ("reasoning_jobs"."mode" in ('test', 'live'));--> statement-breakpoint
+DROP INDEX "reasoning_jobs_page_idx";--> statement-breakpoint
+DROP INDEX "reasoning_jobs_status_idx";--> statement-breakpoint
+CREATE INDEX "reasoning_jobs_page_idx" ON "reasoning_jobs" USING btree ("tenant_id","mode","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "reasoning_jobs_status_idx" ON "reasoning_jobs" USING btree ("tenant_id","mode","status");--> statement-breakpoint
+-- Idempotency keys: their job's mode; a key whose job is not indexed yet (kept 24 hours at most) live.
+ALTER TABLE "reasoning_idempotency_keys" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "reasoning_idempotency_keys" i SET "mode" = j."mode" FROM "reasoning_jobs" j WHERE j."id" = i."job_id";--> statement-breakpoint
+UPDATE "reasoning_idempotency_keys" SET "mode" = 'live' WHERE "mode" IS NULL;--> statement-breakpoint
+ALTER TABLE "reasoning_idempotency_keys" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "reasoning_idempotency_keys" ADD CONSTRAINT "reasoning_idempotency_keys_mode_check" CHECK ("reasoning_idempotency_keys"."mode" in ('test', 'live'));--> statement-breakpoint
+ALTER TABLE "reasoning_idempotency_keys" DROP CONSTRAINT "reasoning_idempotency_keys_tenant_id_key_pk";--> statement-breakpoint
+ALTER TABLE "reasoning_idempotency_keys" ADD CONSTRAINT "reasoning_idempotency_keys_tenant_id_mode_key_pk" PRIMARY KEY("tenant_id","mode","key");--> statement-breakpoint
+-- Provider connections: the creating key's mode (created_by names it), else live.
+ALTER TABLE "qpu_provider_connections" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "qpu_provider_connections" c SET "mode" = k."mode" FROM "api_keys" k WHERE c."created_by" = 'key:' || k."id"::text;--> statement-breakpoint
+UPDATE "qpu_provider_connections" SET "mode" = 'live' WHERE "mode" IS NULL;--> statement-breakpoint
+ALTER TABLE "qpu_provider_connections" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "qpu_provider_connections" ADD CONSTRAINT "qpu_provider_connections_mode_check" CHECK ("qpu_provider_connections"."mode" in ('test', 'live'));--> statement-breakpoint
+DROP INDEX "qpu_provider_connections_name_idx";--> statement-breakpoint
+DROP INDEX "qpu_provider_connections_tenant_idx";--> statement-breakpoint
+CREATE UNIQUE INDEX "qpu_provider_connections_name_idx" ON "qpu_provider_connections" USING btree ("tenant_id","mode","name");--> statement-breakpoint
+CREATE INDEX "qpu_provider_connections_tenant_idx" ON "qpu_provider_connections" USING btree ("tenant_id","mode","created_at");

@@ -58,6 +58,7 @@ export async function identityFor(
 export function callerOf(identity: Identity): JobCaller {
   return {
     tenantId: identity.tenantId,
+    mode: identity.mode,
     principal: identity.principal.kind === 'api_key' ? `key:${identity.principal.keyId}` : 'sub:x',
     role: identity.role,
   }

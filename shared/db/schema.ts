@@ -558,6 +558,7 @@ export const qpuProviderConnections = pgTable(
   {
     id: uuid('id').primaryKey(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     name: text('name').notNull(),
     kind: text('kind').notNull(),
     baseUrl: text('base_url').notNull(),
@@ -571,20 +572,21 @@ export const qpuProviderConnections = pgTable(
     lastTestError: text('last_test_error'),
   },
   (t) => [
-    uniqueIndex('qpu_provider_connections_name_idx').on(t.tenantId, t.name),
-    index('qpu_provider_connections_tenant_idx').on(t.tenantId, t.createdAt),
+    uniqueIndex('qpu_provider_connections_name_idx').on(t.tenantId, t.mode, t.name),
+    index('qpu_provider_connections_tenant_idx').on(t.tenantId, t.mode, t.createdAt),
+    modeCheck('qpu_provider_connections', t.mode),
   ],
 )
 
 // ---------------------------------------------------------------------------------------------
 // Reasoning jobs: each job lives in its ReasoningJob Durable Object (the state machine and the
 // encrypted content); Postgres holds what spans jobs: the idempotency keys that decide which
-// request creates a job, the per-tenant job index the list pages and the queue limit read (a
+// request creates a job, the job index per tenant and mode the list pages and the queue limit read (a
 // projection the object writes after every change, content never included), and the tenants'
 // wrapped content keys.
 
 /**
- * One row per (tenant, Idempotency-Key): the request it was first used with (hash of the
+ * One row per (tenant, mode, Idempotency-Key): the request it was first used with (hash of the
  * canonical body) and the job that request created. Written under a transaction-scoped advisory
  * lock on the key, so concurrent requests with one key see one row. Kept 24 hours.
  */
@@ -592,6 +594,7 @@ export const reasoningIdempotencyKeys = pgTable(
   'reasoning_idempotency_keys',
   {
     tenantId: tenantRef(),
+    mode: modeColumn(),
     key: text('key').notNull(),
     requestHash: text('request_hash').notNull(),
     jobId: uuid('job_id').notNull(),
@@ -600,8 +603,9 @@ export const reasoningIdempotencyKeys = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    primaryKey({ columns: [t.tenantId, t.key] }),
+    primaryKey({ columns: [t.tenantId, t.mode, t.key] }),
     index('reasoning_idempotency_created_idx').on(t.tenantId, t.createdAt),
+    modeCheck('reasoning_idempotency_keys', t.mode),
   ],
 )
 
@@ -615,6 +619,7 @@ export const reasoningJobs = pgTable(
   {
     id: uuid('id').primaryKey(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     principal: text('principal').notNull(),
     model: text('model').notNull(),
     product: text('product').notNull(),
@@ -625,8 +630,9 @@ export const reasoningJobs = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
   },
   (t) => [
-    index('reasoning_jobs_page_idx').on(t.tenantId, t.createdAt.desc(), t.id.desc()),
-    index('reasoning_jobs_status_idx').on(t.tenantId, t.status),
+    index('reasoning_jobs_page_idx').on(t.tenantId, t.mode, t.createdAt.desc(), t.id.desc()),
+    index('reasoning_jobs_status_idx').on(t.tenantId, t.mode, t.status),
+    modeCheck('reasoning_jobs', t.mode),
   ],
 )
 
