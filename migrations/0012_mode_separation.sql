@@ -59,3 +59,17 @@ DROP INDEX "qpu_provider_connections_name_idx";--> statement-breakpoint
 DROP INDEX "qpu_provider_connections_tenant_idx";--> statement-breakpoint
 CREATE UNIQUE INDEX "qpu_provider_connections_name_idx" ON "qpu_provider_connections" USING btree ("tenant_id","mode","name");--> statement-breakpoint
 CREATE INDEX "qpu_provider_connections_tenant_idx" ON "qpu_provider_connections" USING btree ("tenant_id","mode","created_at");
+--> statement-breakpoint
+-- Agent runs: `mode` becomes test or live (from test_mode, which it replaces), the agent mode moves to agent_mode.
+ALTER TABLE "agent_runs" RENAME COLUMN "mode" TO "agent_mode";--> statement-breakpoint
+ALTER TABLE "agent_runs" ADD COLUMN "mode" text;--> statement-breakpoint
+UPDATE "agent_runs" SET "mode" = CASE WHEN "test_mode" THEN 'test' ELSE 'live' END;--> statement-breakpoint
+ALTER TABLE "agent_runs" ALTER COLUMN "mode" SET NOT NULL;--> statement-breakpoint
+ALTER TABLE "agent_runs" ADD CONSTRAINT "agent_runs_mode_check" CHECK ("agent_runs"."mode" in ('test', 'live'));--> statement-breakpoint
+ALTER TABLE "agent_runs" DROP COLUMN "test_mode";--> statement-breakpoint
+DROP INDEX "agent_runs_owner_idx";--> statement-breakpoint
+DROP INDEX "agent_runs_page_idx";--> statement-breakpoint
+DROP INDEX "agent_runs_run_idx";--> statement-breakpoint
+CREATE UNIQUE INDEX "agent_runs_owner_idx" ON "agent_runs" USING btree ("tenant_id","mode","principal","run_id");--> statement-breakpoint
+CREATE INDEX "agent_runs_page_idx" ON "agent_runs" USING btree ("tenant_id","mode","created_at" DESC NULLS LAST,"id" DESC NULLS LAST);--> statement-breakpoint
+CREATE INDEX "agent_runs_run_idx" ON "agent_runs" USING btree ("tenant_id","mode","run_id");

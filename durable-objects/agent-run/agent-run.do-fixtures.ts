@@ -53,6 +53,7 @@ export function identityFor(
 export function ownerOf(identity: Identity): RunOwner {
   return {
     tenantId: identity.tenantId,
+    mode: identity.mode,
     principalId: identity.principal.kind === 'api_key' ? `key:${identity.principal.keyId}` : 'sub:x',
   }
 }

@@ -638,9 +638,9 @@ export const reasoningJobs = pgTable(
 
 /**
  * The agent run index: one row per run, as its AgentRun object last wrote it (`version` only
- * grows, so a late or repeated write never replaces a newer one). A run is named by tenant,
- * principal and run id (two credentials may pick the same client-chosen run id), so `id` is the
- * row's own key for pages. `tenant_id` has no foreign key on purpose: the object only knows ids,
+ * grows, so a late or repeated write never replaces a newer one). A run is named by tenant, mode,
+ * principal and run id (two credentials, or one person in both modes, may pick the same
+ * client-chosen run id), so `id` is the row's own key for pages. `tenant_id` has no foreign key on purpose: the object only knows ids,
  * and a write it cannot ever complete (an FK refusal) would be retried forever; every read is
  * tenant-scoped, and tenants are never deleted.
  */
@@ -655,9 +655,10 @@ export const agentRuns = pgTable(
     apiKeyId: uuid('api_key_id'),
     /** The person, when the run was started with a user's token (`sub:user:<id>`). */
     userId: uuid('user_id'),
-    testMode: boolean('test_mode').notNull(),
+    /** Test or live: the mode of the credential that started the run. */
+    mode: modeColumn(),
     /** The agent mode of the last turn (manual, plan, edit, auto). */
-    mode: text('mode').notNull(),
+    agentMode: text('agent_mode').notNull(),
     model: text('model').notNull(),
     state: text('state').notNull(),
     turnCount: integer('turn_count').notNull(),
@@ -670,8 +671,9 @@ export const agentRuns = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
   },
   (t) => [
-    uniqueIndex('agent_runs_owner_idx').on(t.tenantId, t.principal, t.runId),
-    index('agent_runs_page_idx').on(t.tenantId, t.createdAt.desc(), t.id.desc()),
-    index('agent_runs_run_idx').on(t.tenantId, t.runId),
+    uniqueIndex('agent_runs_owner_idx').on(t.tenantId, t.mode, t.principal, t.runId),
+    index('agent_runs_page_idx').on(t.tenantId, t.mode, t.createdAt.desc(), t.id.desc()),
+    index('agent_runs_run_idx').on(t.tenantId, t.mode, t.runId),
+    modeCheck('agent_runs', t.mode),
   ],
 )
