@@ -28,11 +28,9 @@ export const AgentRunSummarySchema = z
     object: z.literal('agent_run'),
     id: z.uuid().openapi({ description: 'The run id (run_id in its events)' }),
     state: z.enum(RUN_STATES),
-    mode: z
-      .enum(API_KEY_MODES)
-      .openapi({
-        description: 'test: started in test mode (a test key, or a person in test mode; never billed)',
-      }),
+    mode: z.enum(API_KEY_MODES).openapi({
+      description: 'test: started in test mode (a test key, or a person in test mode; never billed)',
+    }),
     agent_mode: z.enum(AGENT_MODES).openapi({ description: 'The agent mode of its last turn' }),
     model: z.string(),
     started_by: AgentRunStarterSchema,
