@@ -137,7 +137,9 @@ describe('documents through the gateway', () => {
     expect((await api(other.liveKey, `/svc/documents/${doc.id}`)).status).toBe(404)
     expect((await api(other.liveKey, `/svc/documents/${doc.id}`, undefined, 'DELETE')).status).toBe(404)
     expect((await retrieve(owner.testKey, 'ZEBRA-7781')).data[0]!.document_id).toBe(doc.id)
-    await json(api(owner.liveKey, `/svc/documents/${doc.id}`, undefined, 'DELETE'))
+    // The workspace's live key is in the other mode: it cannot delete a test document either.
+    expect((await api(owner.liveKey, `/svc/documents/${doc.id}`, undefined, 'DELETE')).status).toBe(404)
+    await json(api(owner.testKey, `/svc/documents/${doc.id}`, undefined, 'DELETE'))
     expect((await retrieve(owner.testKey, 'ZEBRA-7781')).data).toEqual([])
   })
 
