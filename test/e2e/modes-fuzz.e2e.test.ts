@@ -113,6 +113,42 @@ async function notFoundCode(actor: Actor, method: string, path: string, body?: u
   return error.code
 }
 
+/** Mulberry32: a reproducible stream of choices (the seed is printed in the suite's name). */
+function random(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+const SEED = Number(process.env.MODES_FUZZ_SEED ?? Date.now() % 100_000)
+const rng = random(SEED)
+const pick = <T>(items: readonly T[]): T => items[Math.floor(rng() * items.length)]!
+
+/**
+ * How a caller in another world might try to reach the resource anyway: the id as given or in
+ * upper case, and claims of the creator's world (its mode in `x-svc-mode`, its tenant in
+ * `x-svc-tenant`, its mode as a query parameter). A claim the credential cannot make is refused
+ * for what it is (403 mode_mismatch or tenant_mismatch, whatever the id); anything else is the
+ * not-found answer.
+ */
+function disguises(creator: Actor, creatorTenant: string, id: string) {
+  const ids = [id, id.toUpperCase()]
+  const claims: { headers: Record<string, string>; query: string }[] = [
+    { headers: {}, query: '' },
+    { headers: { 'x-svc-mode': creator.mode }, query: '' },
+    { headers: { 'x-svc-tenant': creatorTenant }, query: '' },
+    { headers: {}, query: `mode=${creator.mode}` },
+  ]
+  return { id: pick(ids), claim: pick(claims) }
+}
+
+const tenantOf = (actor: Actor) => (actor.world === 'W' ? w.tenantId : v.tenantId)
+const isPerson = (actor: Actor) => actor.name.includes('person')
+
 /** Each probe of another world is exactly the not-found answer of an id nobody has. */
 async function expectHidden(
   creator: Actor,
@@ -123,12 +159,29 @@ async function expectHidden(
   for (const probe of probes) {
     const expected = await notFoundCode(creator, probe.method, probe.path(ghost), probe.body)
     for (const other of othersOf(creator)) {
-      const res = await call(other, probe.method, probe.path(id), probe.body)
-      const text = await res.text()
+      const plain = await call(other, probe.method, probe.path(id), probe.body)
+      const text = await plain.text()
       expect(
-        { status: res.status, body: text.includes(expected) },
+        { status: plain.status, body: text.includes(expected) },
         `${other.name}: ${probe.method} ${probe.path(id)} of ${creator.name}'s resource answered ${text}`,
       ).toEqual({ status: 404, body: true })
+      for (let round = 0; round < 3; round++) {
+        const disguise = disguises(creator, tenantOf(creator), id)
+        // A person may switch into the creator's mode of its own workspace: that is its world then.
+        if (isPerson(other) && other.world === creator.world && disguise.claim.headers['x-svc-mode']) continue
+        const path = probe.path(disguise.id)
+        const target = disguise.claim.query
+          ? `${path}${path.includes('?') ? '&' : '?'}${disguise.claim.query}`
+          : path
+        const res = await call(other, probe.method, target, probe.body, disguise.claim.headers)
+        const answer = await res.text()
+        const refusedClaim = res.status === 403 && /"code":"(mode_mismatch|tenant_mismatch)"/.test(answer)
+        const notFound = res.status === 404 && answer.includes(expected)
+        expect(
+          refusedClaim || notFound,
+          `seed ${SEED}: ${other.name} ${probe.method} ${target} ${JSON.stringify(disguise.claim.headers)} answered ${res.status} ${answer}`,
+        ).toBe(true)
+      }
     }
   }
 }
@@ -158,7 +211,7 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
 
 const creators = () => [w.testKey, w.liveKey, w.personTest, w.personLive]
 
-describe(`test and live are separate worlds (${stack.kind})`, () => {
+describe(`test and live are separate worlds (${stack.kind}, seed ${SEED})`, () => {
   it('documents: another world gets 404 on read and delete, and no list or retrieval shows them', async () => {
     const source = `shared-source-${uniq()}.md`
     const created: { creator: Actor; id: string; word: string }[] = []
