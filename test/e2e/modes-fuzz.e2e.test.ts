@@ -544,6 +544,23 @@ describe(`test and live are separate worlds (${stack.kind}, seed ${SEED})`, () =
     }
   })
 
+  it('the OpenAPI document offers x-svc-mode on every credential route, and only there', async () => {
+    const doc = (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { security?: unknown[]; parameters?: { $ref?: string }[] }>>
+      components: { parameters: Record<string, { name: string; in: string; schema: { enum: string[] } }> }
+    }
+    expect(doc.components.parameters.Mode).toMatchObject({
+      name: 'x-svc-mode',
+      in: 'header',
+      schema: { enum: ['test', 'live'] },
+    })
+    const withMode = (op: { parameters?: { $ref?: string }[] }) =>
+      (op.parameters ?? []).some((p) => p.$ref === '#/components/parameters/Mode')
+    expect(withMode(doc.paths['/svc/documents']!.get!)).toBe(true)
+    expect(withMode(doc.paths['/svc/quantum-reasoning/jobs/{jobId}/receipt']!.get!)).toBe(true)
+    expect(withMode(doc.paths['/svc/models']!.get!)).toBe(false)
+  })
+
   it("the console's test/live switch shows that mode's documents", async () => {
     const marker = uniq()
     for (const creator of [w.testKey, w.liveKey]) {

@@ -76,10 +76,21 @@ function gatewayPart(): OpenApiPart {
 interface Operation {
   operationId?: string
   security?: unknown[]
+  parameters?: unknown[]
   responses: Record<string, unknown>
 }
 
 const ERROR_REF = { $ref: '#/components/schemas/Error' }
+
+/** `x-svc-mode` (gateway.app.ts, withRequestedMode): on every credential route. */
+const MODE_PARAMETER = {
+  name: 'x-svc-mode',
+  in: 'header',
+  required: false,
+  description:
+    'The mode the request acts in, test or live (README, "Test and live"): a person\'s token chooses with it (live without it); an API key or service account acts in its own mode and may name only that one (403 mode_mismatch otherwise). Another mode\'s resources answer as if they did not exist.',
+  schema: { type: 'string', enum: ['test', 'live'] },
+}
 const errorBody = (description: string) => ({
   description,
   content: { 'application/json': { schema: ERROR_REF } },
@@ -113,6 +124,7 @@ function completeOperation(path: string, method: string, operation: Operation): 
   )
   if (route?.access === 'credential') {
     responses['401'] ??= errorBody('No credential, or one that is invalid, expired or revoked')
+    operation.parameters = [...(operation.parameters ?? []), { $ref: '#/components/parameters/Mode' }]
   }
   if (route?.body)
     responses['413'] ??= errorBody(`The body is larger than this route takes (${route.body.maxBytes} bytes)`)
@@ -123,7 +135,11 @@ let cached: Promise<Record<string, unknown>> | null = null
 export async function composeOpenApi(env: GatewayEnv, baseUrl: string): Promise<Record<string, unknown>> {
   const parts = (await Promise.all(FAMILIES.map((f) => env[FAMILY_BINDING[f]].openapi()))) as OpenApiPart[]
   const paths: Record<string, Record<string, unknown>> = {}
-  const components: Record<string, Record<string, unknown>> = { schemas: {}, securitySchemes: {} }
+  const components: Record<string, Record<string, unknown>> = {
+    schemas: {},
+    securitySchemes: {},
+    parameters: { Mode: MODE_PARAMETER },
+  }
   for (const part of [gatewayPart(), ...parts]) {
     for (const [path, ops] of Object.entries(part.paths ?? {})) paths[path] = { ...paths[path], ...ops }
     for (const [kind, entries] of Object.entries(part.components ?? {})) {
