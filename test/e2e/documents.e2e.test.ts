@@ -106,10 +106,10 @@ describe('documents through the gateway', () => {
     useWebSocketConstructor(WebSocket)
     const database = openDatabase(stack.database, { max: 1 })
     try {
-      // 90 of Pro's 100 documents already stored.
+      // 90 of Pro's 100 live documents already stored (test documents count apart).
       await database.db.execute(sql`
-        insert into documents (tenant_id, source, content, content_sha256, size_bytes, characters, chunk_count)
-        select ${ws.tenantId}::uuid, 'seed-' || n, 'seed', 'x', 4, 4, 0 from generate_series(1, 90) n`)
+        insert into documents (tenant_id, mode, source, content, content_sha256, size_bytes, characters, chunk_count)
+        select ${ws.tenantId}::uuid, 'live', 'seed-' || n, 'seed', 'x', 4, 4, 0 from generate_series(1, 90) n`)
     } finally {
       await database.close()
     }
