@@ -1,5 +1,5 @@
 /**
- * Migration 0012 (test and live as separate worlds) on a database that already holds rows: each
+ * Migration 0013_mode_separation (test and live as separate worlds) on a database that already holds rows: each
  * resource gets the mode of the key that created it where the row names the key, live otherwise,
  * and the agent run index keeps what it knew (test_mode becomes mode, mode becomes agent_mode).
  * Applied the way `npm run db:migrate` applies migrations (statement by statement, in order), on
@@ -25,7 +25,7 @@ const migrations = readdirSync(MIGRATIONS_FOLDER)
   .filter((f) => f.endsWith('.sql'))
   .map((f) => f.slice(0, -4))
   .sort()
-const MODES = migrations.find((m) => m.startsWith('0012_'))!
+const MODES = migrations.find((m) => m.endsWith('_mode_separation'))!
 
 const tenant = '00000000-0000-4000-8000-000000000001'
 const testKey = '00000000-0000-4000-8000-0000000000a1'
@@ -70,7 +70,7 @@ beforeAll(async () => {
 const modes = async (query: string) =>
   Object.fromEntries((await db.query<{ k: string; mode: string }>(query)).rows.map((r) => [r.k, r.mode]))
 
-describe('migration 0012 gives existing rows their mode', () => {
+describe('migration 0013 gives existing rows their mode', () => {
   it("the creating key's mode where the row names it, live for a person's", async () => {
     expect(await modes('select content as k, mode from memories')).toEqual({
       'by the test key': 'test',
