@@ -87,7 +87,7 @@ export default {
   async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url)
     const implementation = postQuantumImplementation('ML-DSA-65')
-    const n = Math.min(Number(url.searchParams.get('n') ?? '1'), 2000)
+    const n = Math.min(Number(url.searchParams.get('n') ?? '1'), 10_000)
     const alg = (url.searchParams.get('alg') ?? 'ML-DSA-65') as JwsAlgorithm
     if (url.pathname === '/sign' || url.pathname === '/verify') {
       if (!JWS_ALGORITHMS.includes(alg)) return new Response(`unknown alg ${alg}`, { status: 400 })
