@@ -1,22 +1,24 @@
 /**
- * Identity and crypto benchmark, on the product started in-process (scripts/stack.ts startStack:
- * workerd through Miniflare's socket, embedded PGlite), once per ML-DSA implementation the product
- * has (shared/crypto/post-quantum.ts) so that one run compares them on the same machine at the same
- * moment: `webcrypto` (every worker's wrangler config sets webcrypto_modern_algorithms: the
- * runtime's ML-DSA) and `noble` (the same stack with that flag left out: @noble/post-quantum).
+ * Identity and crypto benchmark: the product started in-process twice, side by side (scripts/stack.ts
+ * startStack: workerd through Miniflare's socket, embedded PGlite), once per ML-DSA implementation
+ * it has (shared/crypto/post-quantum.ts): `webcrypto` (every worker's wrangler config sets
+ * webcrypto_modern_algorithms: the runtime's ML-DSA) and `noble` (the same stack with that flag
+ * left out: @noble/post-quantum). Requests alternate between the two stacks, so both see the same
+ * load on a shared machine and their ratio holds even when the absolute figures do not.
  * - ML-DSA-65 sign and verify per second inside workerd (a bench worker running N operations per
  *   request on either implementation; ops/s from the wall time of large batches, per-request
  *   overhead subtracted);
  * - token issue latency: POST /auth/service-token (first call: Argon2id check of the secret; then
  *   the per-isolate verified-secret cache) and POST /auth/login (Argon2id, m=19 MiB, t=2, p=1);
- * - gateway verify latency on GET /platform/v1/crypto/algorithms?type=kem: API key (cached),
- *   an ML-DSA-65 token seen before (cached: SHA-256 + map lookups) and fresh tokens (cold: full
- *   ML-DSA-65 verification), sequential requests, p50/p99; plus wrk c=1/c=32 for a cached token.
+ * - on GET /platform/v1/crypto/algorithms?type=kem: the first token request of a fresh gateway
+ *   isolate, a fresh token's first request (full ML-DSA-65 verification), the same token again
+ *   (cached: SHA-256 + map lookups), an API key; sequential requests, p50/p99; wrk c=32.
  *
- *   npx tsx bench/identity.ts          # N_TOKENS=200 N_LOGINS=20 IMPLEMENTATIONS=noble,webcrypto
- *                                      # PORT=0 (the stack's; the bench worker's is PORT+1), DATA_DIR=tmp
+ *   npx tsx bench/identity.ts    # N_TOKENS=200 N_LOGINS=20 IMPLEMENTATIONS=noble,webcrypto
+ *                                # PORT=0: the bench worker's is PORT+1, the stacks' PORT+2, PORT+4
+ *                                # DATA_DIR (default the system's temporary folder)
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { convertV4MiniflareOptions, Log, LogLevel, Miniflare } from 'miniflare'
@@ -106,108 +108,113 @@ async function mlDsaThroughput(dataDir: string) {
   }
 }
 
-interface StackFigures {
-  firstIssue: number
-  issue: ReturnType<typeof stats>
-  login: ReturnType<typeof stats>
-  firstToken: number
-  cold: Awaited<ReturnType<typeof wrk>>
-  cached: { c1: Awaited<ReturnType<typeof wrk>>; c32: Awaited<ReturnType<typeof wrk>>; cpuUs: number }
-  apiKey: { c1: Awaited<ReturnType<typeof wrk>>; c32: Awaited<ReturnType<typeof wrk>>; cpuUs: number }
+interface Variant {
+  impl: PostQuantumImplementation
+  stack: Awaited<ReturnType<typeof startStack>>
+  workerd: number[]
+  issue: () => Promise<Response>
+  login: (i: number) => Promise<Response>
 }
 
 /** The whole product, started with or without the runtime's ML-DSA. */
-async function measureStack(impl: PostQuantumImplementation, dataDir: string): Promise<StackFigures> {
+async function startVariant(
+  impl: PostQuantumImplementation,
+  dataDir: string,
+  port: number,
+): Promise<Variant> {
   const before = new Set(descendantsNamed(process.pid, 'workerd'))
   const stack = await startStack({
     host: '127.0.0.1',
-    port: PORT,
+    port,
     dataDir,
     logLevel: LogLevel.WARN,
     withoutCompatibilityFlags: impl === 'noble' ? [MODERN_ALGORITHMS_FLAG] : [],
   })
-  try {
-    const workerd = descendantsNamed(process.pid, 'workerd').filter((p) => !before.has(p))
-    const { credentials: creds } = stack
-    const base = stack.baseUrl
-    const json = { 'content-type': 'application/json' }
-
-    // 1. Token issue and login.
-    const serviceBody = JSON.stringify({
-      client_id: creds.serviceAccountId,
-      client_secret: creds.serviceAccountSecret,
-    })
-    const issue = () =>
-      fetch(`${base}/auth/service-token`, { method: 'POST', headers: json, body: serviceBody })
-    const firstIssue = await timed(issue)
-    const issueSamples: number[] = []
-    for (let i = 0; i < N_TOKENS; i++) issueSamples.push(await timed(issue))
-    const loginBody = JSON.stringify({ email: creds.ownerEmail, password: creds.ownerPassword })
-    const loginSamples: number[] = []
-    for (let i = 0; i < N_LOGINS; i++) {
-      loginSamples.push(
-        await timed(() =>
-          fetch(`${base}/auth/login`, {
-            method: 'POST',
-            headers: { ...json, 'cf-connecting-ip': `2001:db8::${i}` },
-            body: loginBody,
-          }),
-        ),
-      )
-    }
-
-    // 2. Gateway verification: fresh tokens (cold) vs one token again and again (cached).
-    const tokens: string[] = []
-    for (let i = 0; i < N_TOKENS; i++) {
-      const res = await issue()
-      tokens.push(((await res.json()) as { access_token: string }).access_token)
-    }
-    const headers = (credential: string) => ({ authorization: `Bearer ${credential}` })
-    const target = `${base}${ROUTE}`
-    // First use in this gateway isolate: JWKS over RPC, ML-DSA-65 self-tests, principal, policy.
-    const firstToken = await timed(() => fetch(target, { headers: headers(tokens[0]!) }))
-    const tokensFile = path.join(dataDir, 'tokens.txt')
-    writeFileSync(tokensFile, `${tokens.slice(1).join('\n')}\n`)
-    await wrk(target, headers(creds.liveKey), 8, 2) // warm-up
-    const cold = await wrk(target, {}, 1, 120, tokensFile)
-    const measure = async (credential: string) => {
-      const c0 = cpuSeconds(workerd)
-      const c1 = await wrk(target, headers(credential), 1, 5)
-      const c32 = await wrk(target, headers(credential), 32, 5)
-      const used = cpuSeconds(workerd) - c0
-      return { c1, c32, cpuUs: (used / (c1.requests + c32.requests)) * 1e6 }
-    }
-    const cached = await measure(tokens[0]!)
-    const apiKey = await measure(creds.liveKey)
-
-    return {
-      firstIssue,
-      issue: stats(issueSamples),
-      login: stats(loginSamples),
-      firstToken,
-      cold,
-      cached,
-      apiKey,
-    }
-  } finally {
-    await stack.stop()
+  const { credentials: creds, baseUrl: base } = stack
+  const json = { 'content-type': 'application/json' }
+  const serviceBody = JSON.stringify({
+    client_id: creds.serviceAccountId,
+    client_secret: creds.serviceAccountSecret,
+  })
+  const loginBody = JSON.stringify({ email: creds.ownerEmail, password: creds.ownerPassword })
+  return {
+    impl,
+    stack,
+    workerd: descendantsNamed(process.pid, 'workerd').filter((p) => !before.has(p)),
+    issue: () => fetch(`${base}/auth/service-token`, { method: 'POST', headers: json, body: serviceBody }),
+    login: (i) =>
+      fetch(`${base}/auth/login`, {
+        method: 'POST',
+        headers: { ...json, 'cf-connecting-ip': `2001:db8::${i}` },
+        body: loginBody,
+      }),
   }
+}
+
+/** Runs `fn` for each variant in turn, `n` times: both see the same moments of the machine's load. */
+async function interleaved(
+  variants: readonly Variant[],
+  n: number,
+  fn: (v: Variant, i: number) => Promise<number>,
+) {
+  const samples = new Map<PostQuantumImplementation, number[]>(variants.map((v) => [v.impl, []]))
+  for (let i = 0; i < n; i++) {
+    for (const v of i % 2 === 0 ? variants : [...variants].reverse())
+      samples.get(v.impl)!.push(await fn(v, i))
+  }
+  return samples
 }
 
 async function main(): Promise<void> {
   const root = mkdtempSync(path.join(process.env.DATA_DIR ?? os.tmpdir(), 'svc-bench-identity-'))
+  const variants: Variant[] = []
   try {
     const loads: string[] = [os.loadavg()[0]!.toFixed(2)]
     const throughput = await mlDsaThroughput(root)
     loads.push(os.loadavg()[0]!.toFixed(2))
-    const figures = new Map<PostQuantumImplementation, StackFigures>()
-    for (const impl of IMPLEMENTATIONS) {
-      figures.set(impl, await measureStack(impl, path.join(root, impl)))
-      loads.push(os.loadavg()[0]!.toFixed(2))
+    for (const [index, impl] of IMPLEMENTATIONS.entries()) {
+      variants.push(await startVariant(impl, path.join(root, impl), PORT === 0 ? 0 : PORT + 2 * index + 2))
     }
+    const headers = (credential: string) => ({ authorization: `Bearer ${credential}` })
+    const get = (v: Variant, credential: string) =>
+      timed(() => fetch(`${v.stack.baseUrl}${ROUTE}`, { headers: headers(credential) }))
+
+    // 1. Token issue (the first exchange checks the secret with Argon2id) and login.
+    const firstIssue = await interleaved(variants, 1, (v) => timed(v.issue))
+    const issue = await interleaved(variants, N_TOKENS, (v) => timed(v.issue))
+    const login = await interleaved(variants, N_LOGINS, (v, i) => timed(() => v.login(i)))
+
+    // 2. Gateway verification. Fresh tokens: each request carries a token the gateway has not seen
+    //    (its first request: full ML-DSA-65 verification); cached: one token again and again.
+    const tokens = new Map<PostQuantumImplementation, string[]>()
+    for (const v of variants) {
+      const list: string[] = []
+      for (let i = 0; i <= N_TOKENS; i++) {
+        list.push(((await (await v.issue()).json()) as { access_token: string }).access_token)
+      }
+      tokens.set(v.impl, list)
+    }
+    // First use in each gateway isolate: JWKS over RPC, ML-DSA-65 self-tests, principal, policy.
+    const firstToken = await interleaved(variants, 1, (v) => get(v, tokens.get(v.impl)![0]!))
+    const fresh = await interleaved(variants, N_TOKENS, (v, i) => get(v, tokens.get(v.impl)![i + 1]!))
+    const cached = await interleaved(variants, 2 * N_TOKENS, (v) => get(v, tokens.get(v.impl)![0]!))
+    const apiKey = await interleaved(variants, 2 * N_TOKENS, (v) => get(v, v.stack.credentials.liveKey))
+    // Throughput at c=32 and workerd CPU per request, each variant twice in alternation.
+    const c32 = new Map<PostQuantumImplementation, { rps: number[]; cpuUs: number[] }>(
+      variants.map((v) => [v.impl, { rps: [], cpuUs: [] }]),
+    )
+    for (let round = 0; round < 2; round++) {
+      for (const v of round === 0 ? variants : [...variants].reverse()) {
+        const c0 = cpuSeconds(v.workerd)
+        const r = await wrk(`${v.stack.baseUrl}${ROUTE}`, headers(tokens.get(v.impl)![0]!), 32, 4)
+        c32.get(v.impl)!.rps.push(r.rps)
+        c32.get(v.impl)!.cpuUs.push(((cpuSeconds(v.workerd) - c0) / r.requests) * 1e6)
+      }
+    }
+    loads.push(os.loadavg()[0]!.toFixed(2))
 
     console.log(
-      `\n${os.cpus().length} CPUs, 1-minute load average before and after each part: ${loads.join(', ')}\n`,
+      `\n${os.cpus().length} CPUs, 1-minute load average at the start, after the ML-DSA part, at the end: ${loads.join(', ')}; the stacks ran side by side, requests alternating between them\n`,
     )
     const columns = IMPLEMENTATIONS.map((impl) =>
       impl === 'webcrypto' ? 'WebCrypto (native)' : 'noble (JS)',
@@ -217,41 +224,35 @@ async function main(): Promise<void> {
     const each = (perSecond: number) => `${round(perSecond, 0)} /s (${round(1000 / perSecond, 2)} ms each)`
     const row = (label: string, cell: (impl: PostQuantumImplementation) => string) =>
       console.log(`| ${label} | ${IMPLEMENTATIONS.map(cell).join(' | ')} |`)
+    const pct = (samples: Map<PostQuantumImplementation, number[]>) => (impl: PostQuantumImplementation) => {
+      const s = stats(samples.get(impl)!)
+      return `p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms (n=${s.n})`
+    }
+    const one = (samples: Map<PostQuantumImplementation, number[]>) => (impl: PostQuantumImplementation) =>
+      `${round(samples.get(impl)![0]!)} ms`
     row('ML-DSA-65 sign in workerd (hedged)', (impl) => each(throughput.get(impl)!.sign))
     row('ML-DSA-65 verify in workerd', (impl) => each(throughput.get(impl)!.verify))
-    const f = (impl: PostQuantumImplementation) => figures.get(impl)!
-    const pct = (s: { n: number; p50_ms: number; p99_ms: number }) =>
-      `p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms (n=${s.n})`
-    const wrkCell = (r: { p50_ms: number; p99_ms: number; requests: number }) =>
-      `p50 ${round(r.p50_ms)} ms, p99 ${round(r.p99_ms)} ms (n=${r.requests})`
-    row(
-      'POST /auth/service-token, first call (Argon2id check of the secret)',
-      (i) => `${round(f(i).firstIssue)} ms`,
+    row('POST /auth/service-token, first call (Argon2id check of the secret)', one(firstIssue))
+    row('POST /auth/service-token, secret verified before (ML-DSA-65 sign + 3 queries)', pct(issue))
+    row('POST /auth/login (Argon2id m=19 MiB t=2 p=1, sign, refresh family)', pct(login))
+    row('first token request in a fresh gateway isolate (JWKS RPC, self-tests, lookups)', one(firstToken))
+    row("a fresh ML-DSA-65 token's first request (gateway verifies it), sequential", pct(fresh))
+    row('the same token again (verified claims cached), sequential', pct(cached))
+    row('API key (cached), sequential', pct(apiKey))
+    row('c=32 req/s with a cached token (wrk, 2 × 4 s)', (impl) =>
+      c32
+        .get(impl)!
+        .rps.map((r) => round(r, 0))
+        .join(', '),
     )
-    row('POST /auth/service-token, secret verified before (sign + 3 queries)', (i) => pct(f(i).issue))
-    row('POST /auth/login (Argon2id m=19 MiB t=2 p=1, sign, refresh family)', (i) => pct(f(i).login))
-    row(
-      'first token request in a fresh gateway isolate (JWKS RPC, self-tests, lookups)',
-      (i) => `${round(f(i).firstToken)} ms`,
-    )
-    row('gateway + family, API key (cached), wrk c=1', (i) => wrkCell(f(i).apiKey.c1))
-    row('gateway + family, ML-DSA-65 token seen before (cached), wrk c=1', (i) => wrkCell(f(i).cached.c1))
-    row("gateway + family, a fresh ML-DSA-65 token per request (each token's first request), wrk c=1", (i) =>
-      wrkCell(f(i).cold),
-    )
-    row(
-      'gateway verification cost (cold − cached, p50)',
-      (i) => `${round(f(i).cold.p50_ms - f(i).cached.c1.p50_ms)} ms`,
-    )
-    row(
-      'c=32 req/s, cached token / API key',
-      (i) => `${round(f(i).cached.c32.rps, 0)} / ${round(f(i).apiKey.c32.rps, 0)}`,
-    )
-    row(
-      'workerd CPU per request at c=1+c=32, cached token / API key',
-      (i) => `${round(f(i).cached.cpuUs, 0)} / ${round(f(i).apiKey.cpuUs, 0)} µs`,
+    row('workerd CPU per request at c=32', (impl) =>
+      c32
+        .get(impl)!
+        .cpuUs.map((c) => `${round(c, 0)} µs`)
+        .join(', '),
     )
   } finally {
+    for (const v of variants) await v.stack.stop().catch(() => {})
     rmSync(root, { recursive: true, force: true })
   }
 }
