@@ -11,9 +11,9 @@
  * being imported carries its own `kid`, which is kept so third-party key sets resolve as published.
  *
  * Cost model: importing a key expands it once (ML-DSA keygen from the seed: well under a
- * millisecond natively, ~2-3 ms on noble, see post-quantum.ts; a WebCrypto import for Ed25519). Callers keep the returned `SigningKey` / `VerificationKey` for the life of
- * the isolate (see `signingKeyFromSecret` and `createVerificationKeySet`) and never import per
- * request.
+ * millisecond natively, ~2-3 ms on noble, see post-quantum.ts; a WebCrypto import for Ed25519).
+ * Callers keep the returned `SigningKey` / `VerificationKey` for the life of the isolate (see
+ * `signingKeyFromSecret` and `createVerificationKeySet`) and never import per request.
  */
 import { calculateJwkThumbprint } from 'jose'
 import { z } from 'zod'
