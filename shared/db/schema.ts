@@ -284,14 +284,23 @@ export const refreshTokens = pgTable(
  * MCP clients are installed apps and agents that cannot keep one. Not tenant-owned: a client is
  * the app; which workspace it acts in is decided at each authorization by the person who consents.
  */
-export const oauthClients = pgTable('oauth_clients', {
-  id: text('id').primaryKey(),
-  clientName: text('client_name'),
-  redirectUris: text('redirect_uris').array().notNull(),
-  /** The registration request as accepted (RFC 7591 §3.2.1 echoes it). */
-  metadata: jsonb('metadata').notNull(),
-  createdAt: createdAt(),
-})
+export const oauthClients = pgTable(
+  'oauth_clients',
+  {
+    id: text('id').primaryKey(),
+    clientName: text('client_name'),
+    redirectUris: text('redirect_uris').array().notNull(),
+    /** The registration request as accepted (RFC 7591 §3.2.1 echoes it). */
+    metadata: jsonb('metadata').notNull(),
+    createdAt: createdAt(),
+    /**
+     * When the client first exchanged an authorization code for tokens. A client that has not
+     * within OAUTH_UNUSED_CLIENT_TTL_SECONDS of registering is expired (functions/auth/src/oauth/clients.ts).
+     */
+    authorizedAt: timestamp('authorized_at', { withTimezone: true }),
+  },
+  (t) => [index('oauth_clients_unauthorized_idx').on(t.createdAt).where(sql`${t.authorizedAt} is null`)],
+)
 
 /**
  * Authorization codes (stored as SHA-256): single use, short-lived, bound to the client, the

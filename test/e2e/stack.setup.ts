@@ -34,7 +34,14 @@ export interface StackFixture {
   fakes: Record<string, Record<string, unknown>>
   /** The running stack's database (through its bridge), for creating fixtures in tests. */
   database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string }
+  /**
+   * The gateway's credential cache TTL (API_KEY_CACHE_TTL_SECONDS) on this stack: how long a
+   * revocation may take to reach every isolate, short so that tests wait for it instead of 30 s.
+   */
+  credentialCacheTtlSeconds: number
 }
+
+const CREDENTIAL_CACHE_TTL_SECONDS = 1
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -69,6 +76,7 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
     QPU_REDRIVE_SECONDS: '5',
     QPU_RECONCILE_GRACE_SECONDS: '1',
     QPU_POLL_INTERVAL_SECONDS: '1',
+    API_KEY_CACHE_TTL_SECONDS: String(CREDENTIAL_CACHE_TTL_SECONDS),
   }
   const stack = await launchStack({
     dataDir,
@@ -116,6 +124,7 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
     tenantB: { id: tenantBId, ...tenantB },
     fakes,
     database: stack.database,
+    credentialCacheTtlSeconds: CREDENTIAL_CACHE_TTL_SECONDS,
   })
 
   return async () => {

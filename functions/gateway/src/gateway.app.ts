@@ -33,6 +33,7 @@ import { type GatewayApp, type GatewayEnv, gatewaySettings } from './gateway.con
 import { healthRoutes } from './health'
 import { invalidateObservabilityToken } from './observability-token-auth'
 import { docsRoutes } from './openapi'
+import { publicOrigin } from './public-origin'
 import { requestIdFor } from './request-id'
 import { invalidateTenantPolicy } from './tenant-policies'
 
@@ -212,7 +213,8 @@ gatewayApp.use(async (c, next) => {
   c.set('requestId', requestId)
   c.set('url', url)
   const settings = gatewaySettings(c.env)
-  c.set('baseUrl', settings.PUBLIC_BASE_URL ?? url.origin)
+  // PUBLIC_BASE_URL, or a loopback request's own origin; any other Host is 421 (public-origin.ts).
+  c.set('baseUrl', publicOrigin(url, settings.PUBLIC_BASE_URL))
   const origin = allowedOrigin(c.req.header('origin') ?? null, settings.CORS_ALLOWED_ORIGINS)
   c.set('origin', origin)
   await next()

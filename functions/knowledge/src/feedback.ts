@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { feedback } from '../../../shared/db/schema'
+import { errorResponse } from '../../../shared/http/error-body'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { KnowledgeEnv } from './knowledge.context'
@@ -15,6 +16,8 @@ export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       request: { body: { required: true, content: { 'application/json': { schema: AnyJsonObject } } } },
       responses: {
         200: { description: 'Accepted', content: { 'application/json': { schema: FeedbackReceiptSchema } } },
+        400: errorResponse('The body is not a JSON object'),
+        503: errorResponse('knowledge_store_unavailable: the database cannot be reached; retry shortly'),
       },
     }),
     async (c) => {

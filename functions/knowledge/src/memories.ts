@@ -8,6 +8,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { olderThanCursor } from '../../../shared/db/list-cursor'
 import { memories } from '../../../shared/db/schema'
+import { errorResponse } from '../../../shared/http/error-body'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { principalId } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
@@ -40,6 +41,10 @@ function render(row: Pick<MemoryRow, 'id' | 'content' | 'body' | 'createdAt'>) {
   }
 }
 
+const storeUnavailable = errorResponse(
+  'knowledge_store_unavailable: the database cannot be reached; retry shortly',
+)
+
 export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
   app.openapi(
     createRoute({
@@ -50,6 +55,8 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       request: { body: { required: true, content: { 'application/json': { schema: AnyJsonObject } } } },
       responses: {
         200: { description: 'Created', content: { 'application/json': { schema: MemorySchema } } },
+        400: errorResponse('The body is not a JSON object'),
+        503: storeUnavailable,
       },
     }),
     async (c) => {
@@ -82,6 +89,8 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       request: { query: MemoryListQuerySchema },
       responses: {
         200: { description: 'Memories', content: { 'application/json': { schema: MemoryListSchema } } },
+        400: errorResponse('A query parameter (limit, before) is invalid'),
+        503: storeUnavailable,
       },
     }),
     async (c) => {
@@ -126,6 +135,8 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
           description: 'Matches, best first',
           content: { 'application/json': { schema: MemorySearchResultSchema } },
         },
+        400: errorResponse('The body is invalid (query missing, k outside 1 to 100)'),
+        503: storeUnavailable,
       },
     }),
     async (c) => {

@@ -14,6 +14,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { auditLogOf } from '../../../durable-objects/audit-log/audit-client'
+import { errorResponse } from '../../../shared/http/error-body'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { auditLogNamespace } from './audit-log'
 import { ACVP_REVISIONS, SELF_TEST_SOURCES, VECTOR_SETS } from './conformance-manifest'
@@ -245,11 +246,20 @@ const FormatQuery = z.object({
 })
 
 export function trustPageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
-  const routes = [
+  const routes: {
+    path: string
+    operationId: string
+    summary: string
+    /** What makes the page unavailable (503), for a page built from stored state. */
+    unavailable?: string
+    build: (env: PlatformEnv) => Promise<{ body: string; html: string }>
+  }[] = [
     {
       path: '/trust/conformance',
       operationId: 'getConformanceEvidence',
       summary: "Conformance evidence: vector sets passed and this deployment's runtime self-tests (public)",
+      unavailable:
+        'audit_log_unavailable: the self-test evidence (kept by the audit log) cannot be read; retry shortly',
       build: async (env: PlatformEnv) => {
         const doc = await conformanceDocument(env)
         return { body: JSON.stringify(doc), html: conformanceHtml(doc) }
@@ -282,6 +292,7 @@ export function trustPageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void 
               'application/json': { schema: z.record(z.string(), z.unknown()) },
             },
           },
+          ...(route.unavailable ? { 503: errorResponse(route.unavailable) } : {}),
         },
       }),
     )

@@ -31,7 +31,11 @@ import {
   type ReasoningJob,
   type ReceiptReply,
 } from '../../../durable-objects/reasoning-job/reasoning-job.do'
-import { errorResponse } from '../../../shared/http/error-body'
+import {
+  actionRequiredOrErrorResponse,
+  actionRequiredResponse,
+  errorResponse,
+} from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import { parseWith } from '../../../shared/http/validation'
 import {
@@ -190,6 +194,8 @@ async function checkProviderConnection(
   }
 }
 
+const jobStoreDown = errorResponse('job_store_unavailable: the job cannot be reached right now; retry')
+
 export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
   app.openAPIRegistry.registerPath(
     createRoute({
@@ -214,11 +220,18 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
         400: errorResponse(
           'The header or the body is invalid (byopa_managed without provider_connection_id, or one given for another product)',
         ),
-        403: errorResponse('The plan lacks the model or real hardware (action-required body)'),
+        402: actionRequiredResponse('insufficient_credits or overage_cap_reached'),
+        403: actionRequiredOrErrorResponse(
+          'The plan lacks the model or real hardware (model_access_required, feature_required: action-required body); real_hardware_role_required or workspace_mismatch (error body)',
+        ),
         404: errorResponse('provider_connection_id names no provider connection of your workspace'),
         409: errorResponse('The key was used with a different request'),
-        429: errorResponse('The per-tenant queue limit is reached (action-required body, Retry-After)'),
-        503: errorResponse('The reasoning lab is disabled, or no provider is configured'),
+        429: actionRequiredResponse(
+          'rate_limited: the per-tenant queue limit is reached (Retry-After); or the allowance is used up',
+        ),
+        503: errorResponse(
+          'reasoning_lab_disabled, provider_not_configured (live keys), job_store_unavailable or metering_unavailable',
+        ),
       },
     }),
   )
@@ -288,6 +301,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       responses: {
         200: { description: 'The page', content: { 'application/json': { schema: JobPageSchema } } },
         400: errorResponse('A query parameter is invalid'),
+        503: errorResponse('reasoning_store_unavailable: the database cannot be reached; retry shortly'),
       },
     }),
   )
@@ -312,6 +326,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       responses: {
         200: { description: 'The job', content: { 'application/json': { schema: JobEnvelopeSchema } } },
         404: errorResponse('No such job in your workspace'),
+        503: jobStoreDown,
       },
     }),
   )
@@ -336,6 +351,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
           content: { 'application/json': { schema: InferenceReceiptResponseSchema } },
         },
         404: errorResponse('No such job in your workspace, or no receipt issued yet (receipt_not_issued)'),
+        503: jobStoreDown,
       },
     }),
   )
@@ -369,6 +385,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
         403: errorResponse("A member deleting another member's job"),
         404: errorResponse('No such job in your workspace'),
         409: errorResponse('Execution has started; cancellation is no longer safe'),
+        503: jobStoreDown,
       },
     }),
   )
