@@ -25,8 +25,8 @@
  * `crypto_self_test_failed` for every algorithm until the isolate is replaced (fail closed).
  *
  * Timing note: workerd only advances its clock on I/O, so in production `duration_ms` is usually 0
- * (one ML-DSA group costs ~1-3 ms natively and 10-40 ms on noble; the whole suite is dominated by
- * Argon2id and SLH-DSA keygen).
+ * (an ML-DSA group costs a few milliseconds natively and 10-40 ms on noble; the whole suite,
+ * ~100 ms warm, is dominated by Argon2id and SLH-DSA keygen either way: docs/crypto.md).
  */
 import { argon2id } from '@noble/hashes/argon2.js'
 import { shake256 } from '@noble/hashes/sha3.js'
