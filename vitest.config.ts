@@ -4,6 +4,13 @@ import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 import { defineConfig } from 'vitest/config'
 import { bundleWorker, workerBundleCache } from './scripts/workers.ts'
 
+/**
+ * The flags every worker's wrangler config sets: `webcrypto_modern_algorithms` gives WebCrypto
+ * ML-DSA and ML-KEM (shared/crypto/post-quantum.ts). The unit-noble project leaves it out to test
+ * the JavaScript fallback.
+ */
+const COMPATIBILITY_FLAGS = ['nodejs_compat', 'webcrypto_modern_algorithms']
+
 /** A fresh private JWK in the JWT_SIGNING_KEYS format, for the Durable Object test projects. */
 async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise<JsonWebKey | object> {
   const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
@@ -43,7 +50,7 @@ export default defineConfig(async () => {
     modules: true,
     scriptPath: meteringBundle,
     compatibilityDate: '2026-10-01',
-    compatibilityFlags: ['nodejs_compat'],
+    compatibilityFlags: COMPATIBILITY_FLAGS,
     durableObjects: { RATE_LIMITER: { className: 'RateLimiter', useSQLite: true } },
   }
   // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
@@ -60,7 +67,7 @@ export default defineConfig(async () => {
     modules: true,
     scriptPath: codeBundle,
     compatibilityDate: '2026-10-01',
-    compatibilityFlags: ['nodejs_compat'],
+    compatibilityFlags: COMPATIBILITY_FLAGS,
     bindings: database,
     durableObjects: {
       AGENT_RUN: { className: 'AgentRun', useSQLite: true },
@@ -83,7 +90,7 @@ export default defineConfig(async () => {
             cloudflareTest({
               miniflare: {
                 compatibilityDate: '2026-10-01',
-                compatibilityFlags: ['nodejs_compat'],
+                compatibilityFlags: COMPATIBILITY_FLAGS,
               },
             }),
           ],
@@ -95,15 +102,25 @@ export default defineConfig(async () => {
               'durable-objects/**/*.test.ts',
               'test/unit/**/*.test.ts',
             ],
-            exclude: ['**/*.do.test.ts', '**/*.db.test.ts', '**/node_modules/**'],
+            exclude: ['**/*.do.test.ts', '**/*.db.test.ts', '**/*.noble.test.ts', '**/node_modules/**'],
           },
+        },
+        {
+          // The same runtime without webcrypto_modern_algorithms: post-quantum crypto falls back to
+          // @noble/post-quantum, and `*.noble.test.ts` check that it does, end to end.
+          plugins: [
+            cloudflareTest({
+              miniflare: { compatibilityDate: '2026-10-01', compatibilityFlags: ['nodejs_compat'] },
+            }),
+          ],
+          test: { name: 'unit-noble', include: ['shared/**/*.noble.test.ts'] },
         },
         {
           plugins: [
             cloudflareTest(({ inject }) => ({
               miniflare: {
                 compatibilityDate: '2026-10-01',
-                compatibilityFlags: ['nodejs_compat'],
+                compatibilityFlags: COMPATIBILITY_FLAGS,
                 bindings: { ...inject('unitDatabase') },
                 // Families record security events in the audit logs the platform worker hosts; the
                 // platform's agent-run routes reach the runs of the code worker.
@@ -119,7 +136,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: platformBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { LOG_SIGNING_KEYS: logSigningKeys },
                     durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
                   },
@@ -185,7 +202,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: platformBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { LOG_SIGNING_KEYS: logSigningKeys } as Record<string, string>,
                     durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
                   },
@@ -195,7 +212,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: authBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { JWT_SIGNING_KEYS: tokenSigningKeys },
                   },
                 ],
@@ -225,7 +242,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: authBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { JWT_SIGNING_KEYS: tokenSigningKeys },
                   },
                 ],

@@ -122,6 +122,7 @@ async function load(db: Drizzle, tenantId: string, size: number): Promise<string
       .insert(documents)
       .values({
         tenantId,
+        mode: 'live',
         source: `doc-${d}`,
         content: '(bulk-loaded)',
         contentSha256: `bulk-${d}`,
@@ -137,6 +138,7 @@ async function load(db: Drizzle, tenantId: string, size: number): Promise<string
       return {
         documentId: doc!.id,
         tenantId,
+        mode: 'live' as const,
         ordinal: i,
         startOffset: 0,
         endOffset: text.length,
@@ -266,7 +268,12 @@ const main = async () => {
           hits[variant] = found.map((c) => c.id)
           if (variant !== 'brute') {
             const [hybridMs] = await timed(() =>
-              retrieveChunks(db, { tenantId }, { query, k: K }, { embedder, backend: async () => backend }),
+              retrieveChunks(
+                db,
+                { tenantId, mode: 'live' },
+                { query, k: K },
+                { embedder, backend: async () => backend },
+              ),
             )
             record(`hybrid ${variant}`, hybridMs)
           }
@@ -341,7 +348,10 @@ const main = async () => {
     const [serialMs, serial] = await timed(async () => {
       const ids: string[] = []
       for (const doc of docs.slice(0, 40))
-        ids.push((await uploadDocument(db, { tenantId: tenant!.id }, doc, { plan, embedder })).document.id)
+        ids.push(
+          (await uploadDocument(db, { tenantId: tenant!.id, mode: 'live' }, doc, { plan, embedder })).document
+            .id,
+        )
       return ids
     })
     const parallelDb = openDatabase(env, { max: 8 })
@@ -352,8 +362,12 @@ const main = async () => {
         Array.from({ length: 8 }, async () => {
           for (let doc = queue.shift(); doc; doc = queue.shift())
             ids.push(
-              (await uploadDocument(parallelDb.db, { tenantId: tenant!.id }, doc, { plan, embedder }))
-                .document.id,
+              (
+                await uploadDocument(parallelDb.db, { tenantId: tenant!.id, mode: 'live' }, doc, {
+                  plan,
+                  embedder,
+                })
+              ).document.id,
             )
         }),
       )

@@ -43,6 +43,11 @@ export interface StackOptions {
   logLevel?: LogLevel
   /** 'miniflare' (default) or 'workerd' (plain `workerd serve`, as in production). */
   runtime?: StackRuntime
+  /**
+   * Benchmarks only: compatibility flags to leave out of every worker's wrangler config, e.g.
+   * `webcrypto_modern_algorithms` to measure the product on its JavaScript ML-DSA (bench/identity.ts).
+   */
+  withoutCompatibilityFlags?: readonly string[]
 }
 
 /** Where OTLP exports go: the configured OTLP_COLLECTOR_URL, or the local collector's files. */
@@ -291,6 +296,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ? { PROVIDER_CREDENTIAL_KEYS: credentialKeys, CONTENT_KEKS: contentKeks }
         : {}),
     }))
+    const dropped = new Set(options.withoutCompatibilityFlags ?? [])
+    for (const w of dropped.size > 0 ? workers : []) {
+      const flags = (w.config.compatibility_flags ?? []).filter((flag) => !dropped.has(flag))
+      w.config = { ...w.config, compatibility_flags: flags }
+      w.options = {
+        ...w.options,
+        compatibilityFlags: (w.options.compatibilityFlags ?? []).filter((flag) => !dropped.has(flag)),
+      }
+    }
     const runtime = options.runtime ?? 'miniflare'
     let baseUrl = ''
     let miniflare: Miniflare | undefined

@@ -16,6 +16,7 @@ import { type MeterGrant, openMeter, resetMeteringClientState } from './metering
 /** A new tenant per test, so a test's leftover flusher never meets the next test's queue. */
 const identity = (): Identity => ({
   tenantId: crypto.randomUUID(),
+  mode: 'live',
   principal: { kind: 'api_key', keyId: 'k1', mode: 'live' },
   role: 'owner',
   planId: 'pro',

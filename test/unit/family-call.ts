@@ -57,14 +57,21 @@ export async function callFamily<Env>(
 /** An API-key caller (live mode, owner of a fresh tenant unless told otherwise). */
 export function apiKeyIdentity(overrides: Partial<Identity> & { keyId?: string } = {}): Identity {
   const { keyId, ...rest } = overrides
-  return {
+  const identity = {
     tenantId: crypto.randomUUID(),
-    principal: { kind: 'api_key', keyId: keyId ?? crypto.randomUUID(), mode: 'live' },
-    role: 'owner',
+    principal: {
+      kind: 'api_key',
+      keyId: keyId ?? crypto.randomUUID(),
+      mode: 'live',
+    } as Identity['principal'],
+    role: 'owner' as const,
     planId: 'pro',
     scopes: [],
     ...rest,
   }
+  // An API key acts in its own mode (the gateway's rule): a test key given here is a test-mode caller.
+  const mode = rest.mode ?? (identity.principal.kind === 'api_key' ? identity.principal.mode : 'live')
+  return { ...identity, mode }
 }
 
 /** The OpenAI-shaped error body every family answers with. */

@@ -58,7 +58,7 @@ export function callerOf(c: Context<FamilyEnv<CodeEnv>>): Identity {
 }
 
 export function ownerOf(identity: Identity): RunOwner {
-  return { tenantId: identity.tenantId, principalId: principalId(identity) }
+  return { tenantId: identity.tenantId, mode: identity.mode, principalId: principalId(identity) }
 }
 
 /** 403s from the plan: agent runs, the model, thinking. */

@@ -274,6 +274,8 @@ export async function verifyBearerToken(
     await assertSessionStands(verified, deps)
     return {
       tenantId: verified.tenantId,
+      // Live unless the request chooses test mode (a person may: gateway.app.ts, x-svc-mode).
+      mode: 'live',
       principal: {
         kind: 'access_token',
         subject: verified.sub,
@@ -305,6 +307,8 @@ export async function verifyBearerToken(
   await assertSessionStands(verified, deps)
   return {
     tenantId: verified.tenantId,
+    // Service accounts act live; a person may choose test mode per request (gateway.app.ts).
+    mode: 'live',
     principal: {
       kind: 'access_token',
       subject: verified.sub,

@@ -79,10 +79,21 @@ interface DocumentedResponse {
 interface Operation {
   operationId?: string
   security?: unknown[]
+  parameters?: unknown[]
   responses: Record<string, DocumentedResponse>
 }
 
 const ERROR_REF: Schema = { $ref: '#/components/schemas/Error' }
+
+/** `x-svc-mode` (gateway.app.ts, withRequestedMode): on every credential route. */
+const MODE_PARAMETER = {
+  name: 'x-svc-mode',
+  in: 'header',
+  required: false,
+  description:
+    'The mode the request acts in, test or live (README, "Test and live"): a person\'s token chooses with it (live without it); an API key or service account acts in its own mode and may name only that one (403 mode_mismatch otherwise). Another mode\'s resources answer as if they did not exist.',
+  schema: { type: 'string', enum: ['test', 'live'] },
+}
 
 /** `post /svc/agents/runs/{runId}` → `postSvcAgentsRunsByRunId`: stable, unique per method and path. */
 function derivedOperationId(path: string, method: string): string {
@@ -134,14 +145,16 @@ export function gatewayRefusals(route: RouteSpec | undefined): [status: number, 
           'a body that is not JSON or breaks the input rules (invalid UTF-8, nesting over 64 levels, NUL or an unpaired surrogate, a number out of range, a reserved field name)',
         ]
       : []),
-    ...(route?.access === 'credential' ? ['too_many_declared_algorithms'] : []),
+    ...(route?.access === 'credential'
+      ? ['too_many_declared_algorithms', 'invalid_mode: x-svc-mode is neither test nor live']
+      : []),
   ]
   refusals.push([400, input.join('; ')])
   if (route?.access === 'credential') {
     refusals.push([401, 'No credential, or one that is invalid, expired or revoked'])
     refusals.push([
       403,
-      "insufficient_scope (the credential's scopes do not cover the route), tenant_mismatch, token_wrong_audience, a credential of the wrong kind for the route, or crypto_policy_violation (the workspace's policy in enforce mode)",
+      "insufficient_scope (the credential's scopes do not cover the route), tenant_mismatch, mode_mismatch (x-svc-mode names a mode the credential does not act in), token_wrong_audience, a credential of the wrong kind for the route, or crypto_policy_violation (the workspace's policy in enforce mode)",
     ])
   }
   if (route?.body) {
@@ -169,15 +182,23 @@ function routeOf(path: string, method: string): RouteSpec | undefined {
 /** What every operation gets from the gateway in front of it: an operationId, and its refusals. */
 function completeOperation(path: string, method: string, operation: Operation): void {
   operation.operationId ??= derivedOperationId(path, method)
-  for (const [status, what] of gatewayRefusals(routeOf(path, method))) {
+  const route = routeOf(path, method)
+  for (const [status, what] of gatewayRefusals(route)) {
     addGatewayRefusal(operation.responses, status, what)
+  }
+  if (route?.access === 'credential') {
+    operation.parameters = [...(operation.parameters ?? []), { $ref: '#/components/parameters/Mode' }]
   }
 }
 
 export async function composeOpenApi(env: GatewayEnv, baseUrl: string): Promise<Record<string, unknown>> {
   const parts = (await Promise.all(FAMILIES.map((f) => env[FAMILY_BINDING[f]].openapi()))) as OpenApiPart[]
   const paths: Record<string, Record<string, unknown>> = {}
-  const components: Record<string, Record<string, unknown>> = { schemas: {}, securitySchemes: {} }
+  const components: Record<string, Record<string, unknown>> = {
+    schemas: {},
+    securitySchemes: {},
+    parameters: { Mode: MODE_PARAMETER },
+  }
   for (const part of [gatewayPart(), ...parts]) {
     for (const [path, ops] of Object.entries(part.paths ?? {})) paths[path] = { ...paths[path], ...ops }
     for (const [kind, entries] of Object.entries(part.components ?? {})) {

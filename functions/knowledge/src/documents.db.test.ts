@@ -257,7 +257,34 @@ describe('tenancy', () => {
     }
     expect((await retrieve(owner, 'ZEBRA-7781')).data.map((h) => h.document_id)).toEqual([doc.id])
   })
+
+  it("the tenant's other mode is another world: 404, absent, its own source and allowance", async () => {
+    const tester = await testCaller()
+    const doc = await upload(tester, 'plan.md', 'The test plan mentions QUOKKA-42 on every page.')
+    const live = apiKeyIdentity({ tenantId: tester.tenantId, planId: 'pro' })
+    const person = { ...live, mode: 'test' as const, principal: personPrincipal() }
+    expect((await list(live)).data).toEqual([])
+    expect(await errorOf(await call(live, `/svc/documents/${doc.id}`))).toMatchObject({
+      code: 'document_not_found',
+    })
+    expect((await retrieve(live, 'QUOKKA-42')).data).toEqual([])
+    expect((await call(live, `/svc/documents/${doc.id}`, { method: 'DELETE' })).status).toBe(404)
+    expect((await upload(live, 'plan.md', 'The live plan.')).status).toBe('created')
+    // A person in test mode is in the test world with the key.
+    expect((await retrieve(person, 'QUOKKA-42')).data.map((h) => h.document_id)).toEqual([doc.id])
+    expect((await list(tester)).data.map((d) => d.id)).toEqual([doc.id])
+  })
 })
+
+function personPrincipal(): Identity['principal'] {
+  return {
+    kind: 'access_token',
+    subject: `user:${crypto.randomUUID()}`,
+    audience: 'platform',
+    tokenId: crypto.randomUUID(),
+    algorithm: 'ML-DSA-65',
+  }
+}
 
 describe('DELETE /svc/documents/{id}', () => {
   it('removes the document with its chunks and vectors', async () => {
@@ -337,7 +364,7 @@ describe('POST /svc/documents/retrieve', () => {
           (['exact', 'pgvector'] as const).map((backend) =>
             retrieveChunks(
               db,
-              { tenantId: me.tenantId },
+              { tenantId: me.tenantId, mode: me.mode },
               { query, k: 10 },
               { embedder, backend: async () => backend },
             ),

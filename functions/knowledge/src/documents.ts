@@ -15,6 +15,7 @@ import { checkFeatureAccess } from '../../../shared/plans/entitlements'
 import { type ResolvedPlan, resolvePlan } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError } from '../../../shared/plans/upgrade-decision'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { scopeOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
   type DocumentRecord,
@@ -107,7 +108,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const plan = planOf(c)
       const embedder = embedderFor(c.env, identity)
       const result = await withRequestDatabase(c, 'knowledge', (db) =>
-        uploadDocument(db, { tenantId: identity.tenantId }, input, { plan, embedder }),
+        uploadDocument(db, scopeOf(identity), input, { plan, embedder }),
       )
       return c.json(
         {
@@ -141,7 +142,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const { limit, after } = c.req.valid('query')
       const space = embedderFor(c.env, identity)?.space.id ?? null
       const page = await withRequestDatabase(c, 'knowledge', (db) =>
-        listDocuments(db, { tenantId: identity.tenantId }, { limit, after }),
+        listDocuments(db, scopeOf(identity), { limit, after }),
       )
       return c.json(
         {
@@ -175,9 +176,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       requireRetrieval(c)
       const { id } = c.req.valid('param')
       const space = embedderFor(c.env, identity)?.space.id ?? null
-      const found = await withRequestDatabase(c, 'knowledge', (db) =>
-        getDocument(db, { tenantId: identity.tenantId }, id),
-      )
+      const found = await withRequestDatabase(c, 'knowledge', (db) => getDocument(db, scopeOf(identity), id))
       if (!found) throw notFound(id)
       return c.json(
         {
@@ -213,7 +212,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const identity = identityOf(c)
       const { id } = c.req.valid('param')
       const deleted = await withRequestDatabase(c, 'knowledge', (db) =>
-        deleteDocument(db, { tenantId: identity.tenantId }, id),
+        deleteDocument(db, scopeOf(identity), id),
       )
       if (!deleted) throw notFound(id)
       return c.json({ id, object: 'document' as const, deleted: true as const }, 200)
@@ -242,7 +241,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const request = c.req.valid('json')
       const embedder = embedderFor(c.env, identity)
       const retrieval = await withRequestDatabase(c, 'knowledge', (db) =>
-        retrieveChunks(db, { tenantId: identity.tenantId }, request, {
+        retrieveChunks(db, scopeOf(identity), request, {
           embedder,
           backend: () => vectorBackendOf(db, c.env.DATABASE_URL ?? ''),
         }),

@@ -12,7 +12,7 @@ export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       method: 'post',
       path: '/svc/feedback',
       tags: ['Knowledge'],
-      summary: 'Send feedback (any JSON object); stored for the tenant',
+      summary: 'Send feedback (any JSON object); stored for the tenant, in the mode of the credential',
       request: { body: { required: true, content: { 'application/json': { schema: AnyJsonObject } } } },
       responses: {
         200: { description: 'Accepted', content: { 'application/json': { schema: FeedbackReceiptSchema } } },
@@ -29,6 +29,7 @@ export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
           .insert(feedback)
           .values({
             tenantId: identity.tenantId,
+            mode: identity.mode,
             apiKeyId: identity.principal.kind === 'api_key' ? identity.principal.keyId : null,
             subject,
             body,

@@ -6,8 +6,8 @@
  *                          provider for live keys (503), the key claim (409, 429), then
  *                          the job's object (402/429 from metering) → 202 {job}, or 200 {job} for
  *                          a replay of the same request.
- *   GET    /jobs           a page of the tenant's jobs with the caller's capabilities.
- *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or a non-uuid).
+ *   GET    /jobs           a page of the tenant's jobs in the caller's mode, with its capabilities.
+ *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or mode's, or a non-uuid).
  *   GET    /jobs/{jobId}/receipt   the signed inference receipt and its audit-log entry (404 until issued).
  *   DELETE /jobs/{jobId}   queued → cancelled; finished → content erased; started → 409.
  */
@@ -53,6 +53,7 @@ import {
   isTestMode,
   principalId,
   requireIdentity,
+  scopeOf,
 } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
@@ -74,10 +75,18 @@ function callerOf(c: ReasoningContext): Identity {
 }
 
 function jobCaller(identity: Identity): JobCaller {
-  return { tenantId: identity.tenantId, principal: principalId(identity), role: identity.role }
+  return {
+    tenantId: identity.tenantId,
+    mode: identity.mode,
+    principal: principalId(identity),
+    role: identity.role,
+  }
 }
 
-/** The job's object: named by tenant and id, so another tenant's id never reaches it. */
+/**
+ * The job's object: named by tenant and id (ids are made here, one per job), so another tenant's id
+ * never reaches it; the object answers another mode's caller as if the job did not exist.
+ */
 function jobObject(env: ReasoningEnv, tenantId: string, jobId: string): DurableObjectStub<ReasoningJob> {
   return env.REASONING_JOB.get(env.REASONING_JOB.idFromName(jobObjectName(tenantId, jobId)))
 }
@@ -183,7 +192,7 @@ async function checkProviderConnection(
       { param: 'provider_connection_id' },
     )
   }
-  const found = await withRequestDatabase(c, 'reasoning', (db) => getConnection(db, identity.tenantId, id))
+  const found = await withRequestDatabase(c, 'reasoning', (db) => getConnection(db, scopeOf(identity), id))
   if (!found) {
     throw new AppError(
       404,
@@ -269,9 +278,9 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
         )
       }
     }
-    const hash = requestHash(request, isTestMode(identity) ? 'test' : 'live')
+    const hash = requestHash(request, identity.mode)
     const claim = await withRequestDatabase(c, 'reasoning', (db) =>
-      claimIdempotencyKey(db, { tenantId: identity.tenantId, key, requestHash: hash, ...resolved }),
+      claimIdempotencyKey(db, { scope: scopeOf(identity), key, requestHash: hash, ...resolved }),
     )
     const reply = await callJob(() =>
       jobObject(c.env, identity.tenantId, claim.jobId).create({
@@ -284,7 +293,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
     if (!reply.ok && claim.kind === 'new' && reply.error.status < 500) {
       // Refused before the job existed (metering): the key is free for another try.
       await withRequestDatabase(c, 'reasoning', (db) =>
-        releaseIdempotencyKey(db, identity.tenantId, key, claim.jobId),
+        releaseIdempotencyKey(db, scopeOf(identity), key, claim.jobId),
       )
     }
     const job = answer(reply)
@@ -310,7 +319,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
     const query = parseWith(JobListQuerySchema, c.req.query(), 'invalid_query')
     const { plan } = resolvePlan(c.env, identity.planId)
     const page = await withRequestDatabase(c, 'reasoning', async (db) => ({
-      ...(await readJobPage(db, identity.tenantId, query)),
+      ...(await readJobPage(db, scopeOf(identity), query)),
       capabilities: await readCapabilities(db, identity, plan),
     }))
     return c.json({ jobs: page.jobs, next_cursor: page.nextCursor, capabilities: page.capabilities }, 200)
