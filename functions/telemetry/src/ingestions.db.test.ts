@@ -146,8 +146,45 @@ describe('OTLP export against Postgres', () => {
     expect(res.status).toBe(503)
     expect((await errorOf(res)).code).toBe('collector_not_configured')
     expect(seen).toEqual([])
+    // The body was read and checked before the configuration was: its one record is counted.
     expect((await list(identity)).data).toEqual([
-      expect.objectContaining({ outcome: 'collector_failed', items: 0 }),
+      expect.objectContaining({ outcome: 'collector_failed', items: 1 }),
+    ])
+  })
+
+  it('a bomb is 413 whatever is configured, the collector or not, and nothing is metered', async () => {
+    const seen = stubCollector()
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const zeros = new Response(new Uint8Array(64 * 1024 * 1024)).body!.pipeThrough(
+      new CompressionStream('gzip'),
+    )
+    const bomb = new Uint8Array(await new Response(zeros).arrayBuffer())
+    for (const e of [env(), { ...databaseEnv, RATE_LIMITER: namespaceOf(limiter) }]) {
+      const res = await callFamily(TelemetryWorker, e, '/otlp/v1/logs', {
+        method: 'POST',
+        identity,
+        body: bomb,
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        maxBodyBytes: 1024 * 1024,
+      })
+      expect(res.status).toBe(413)
+      expect((await errorOf(res)).message).toMatch(/decompressed request body is larger than 1 MiB/)
+    }
+    expect(seen).toEqual([])
+    expect(limiter.acquireCalls).toEqual([])
+    expect((await list(identity)).data).toEqual([
+      expect.objectContaining({
+        outcome: 'refused',
+        status: 413,
+        received_bytes: bomb.length,
+        decoded_bytes: 0,
+      }),
+      expect.objectContaining({
+        outcome: 'refused',
+        status: 413,
+        received_bytes: bomb.length,
+        decoded_bytes: 0,
+      }),
     ])
   })
 
