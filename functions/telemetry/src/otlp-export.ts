@@ -36,13 +36,7 @@ import { countJsonItems, rejectedInJsonResponse } from './otlp/otlp-json'
 import { countProtobufItems, OtlpDecodeError, rejectedInProtobufResponse } from './otlp/otlp-protobuf'
 import { successResponse } from './otlp/otlp-responses'
 import { type OtlpSignal, SIGNAL_REQUEST, SIGNALS } from './otlp/otlp-schema'
-import {
-  type ContentEncoding,
-  contentEncodingOf,
-  decompress,
-  readRawBody,
-  refuseIfInflatesPastLimit,
-} from './otlp/request-body'
+import { type ContentEncoding, contentEncodingOf, decompress, readRawBody } from './otlp/request-body'
 import { meteringOf, type TelemetryEnv, telemetrySettings } from './telemetry.context'
 
 type TelemetryContext = Context<FamilyEnv<TelemetryEnv>>
@@ -108,20 +102,7 @@ async function decodeExport(
   facts: ExportFacts,
   limit: number,
 ): Promise<{ payload: Uint8Array; payloadEncoding: ContentEncoding }> {
-  // A bomb is refused as soon as the part received inflates past the limit (request-body.ts).
-  const probe = (received: Uint8Array) => {
-    facts.receivedBytes = received.byteLength
-    if (facts.encoding !== 'grpc') return refuseIfInflatesPastLimit(received, facts.contentEncoding, limit)
-    // gRPC: the message after the 5-byte prefix, when its flag says it is compressed.
-    if (received[0] === 1) {
-      const encoding = grpcEncodingOf(c.req.header('grpc-encoding') ?? null)
-      refuseIfInflatesPastLimit(received.subarray(5), encoding, limit)
-    }
-  }
-  const raw = await readRawBody(c.req.raw.body, limit, {
-    declaredLength: c.req.header('content-length') ?? null,
-    probe,
-  })
+  const raw = await readRawBody(c.req.raw.body, limit, c.req.header('content-length') ?? null)
   facts.receivedBytes = raw.byteLength
   let payload = raw
   let payloadEncoding = facts.contentEncoding

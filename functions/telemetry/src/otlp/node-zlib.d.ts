@@ -7,10 +7,7 @@ declare module 'node:zlib' {
   interface InflateOptions {
     /** Inflation stops with a RangeError once the output would pass this many bytes. */
     maxOutputLength?: number
-    /** The flush at the end of the input: Z_SYNC_FLUSH inflates a first part without "unexpected end". */
-    finishFlush?: number
   }
-  export const constants: { readonly Z_SYNC_FLUSH: number }
   export function gunzipSync(data: Uint8Array, options?: InflateOptions): Uint8Array
   export function inflateSync(data: Uint8Array, options?: InflateOptions): Uint8Array
 }

@@ -5,17 +5,19 @@
  * Decompression is the runtime's zlib (node:zlib under nodejs_compat) with `maxOutputLength`: it
  * inflates into an output buffer that grows a chunk at a time and stops with a RangeError when the
  * next chunk would pass the cap, so a bomb costs at most the cap in memory and the time to inflate
- * that much (about 10-30 ms for 8 MiB), whatever it would expand to. While the body streams in,
- * the part received so far is test-inflated the same way at 64 KiB, 256 KiB, 1 MiB and 4 MiB, so a
- * bomb is refused as soon as its first part inflates past the limit, without reading the rest (7 GiB
- * of zeros in 7.3 MB: after its first 64 KiB).
+ * that much (about 10-30 ms for 8 MiB), whatever it would expand to: no more than a legitimate
+ * export of the same size.
  *
- * DecompressionStream cannot promise any of this on workerd: its writes have no backpressure, so
- * each write is inflated whole into an internal buffer before any output can be counted, and
- * feeding it in small slices does not help because the slices are all written before the reader
- * runs (measured: a 1 GiB bomb in 4 KiB slices still grew the runtime by 1 GB).
+ * DecompressionStream cannot promise that on workerd: its writes have no backpressure, so each
+ * write is inflated whole into an internal buffer before any output can be counted, and feeding it
+ * in small slices does not help because the slices are all written before the reader runs
+ * (measured: a 1 GiB bomb in 4 KiB slices still grew the runtime by 1 GB).
+ *
+ * The body is read whole before it is inflated, not refused from its first part: a refusal sent
+ * while the client is still sending makes the local runtime close the connection with request
+ * bytes unread, which resets it, and the client can lose the answer (seen with four bombs at once).
  */
-import { constants, gunzipSync, inflateSync } from 'node:zlib'
+import { gunzipSync, inflateSync } from 'node:zlib'
 import { formatBytes } from '../../../../shared/http/body'
 import { AppError } from '../../../../shared/http/errors'
 
@@ -27,9 +29,6 @@ export type ContentEncoding = 'identity' | 'gzip' | 'deflate'
  * (64 KiB, for one). The cap is one chunk above the limit and the length is checked here.
  */
 const INFLATE_SLACK_BYTES = 64 * 1024
-
-/** Received sizes at which the part of the body received so far is test-inflated (see the header). */
-const PROBE_AT_BYTES = [64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024]
 
 /** The Content-Encoding of the request (absent = identity); anything else is 415. */
 export function contentEncodingOf(header: string | null): ContentEncoding {
@@ -53,52 +52,37 @@ export function tooLarge(what: string, limit: number): AppError {
   )
 }
 
-/** What the body reader calls with the part received so far, at each of PROBE_AT_BYTES. */
-export type ReceivedProbe = (received: Uint8Array) => void
-
 /**
  * The body as received (compressed or not), refused with 413 past `limit`: on a declared
  * Content-Length before anything is read, otherwise as soon as the bytes streamed in pass it.
- * `probe` sees the part received so far as it passes each of PROBE_AT_BYTES, and may refuse it
- * (reading stops there).
  */
 export async function readRawBody(
   body: ReadableStream<Uint8Array> | null,
   limit: number,
-  options: { declaredLength?: string | null; probe?: ReceivedProbe } = {},
+  declaredLength: string | null = null,
 ): Promise<Uint8Array> {
-  const declared = options.declaredLength ?? null
-  if (declared !== null && Number(declared) > limit) {
-    await body?.cancel().catch(() => {})
+  if (declaredLength !== null && Number(declaredLength) > limit) {
+    body?.cancel().catch(() => {})
     throw tooLarge('request body', limit)
   }
   if (!body) return new Uint8Array(0)
   const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let total = 0
-  let nextProbe = 0
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      total += value.byteLength
-      if (total > limit) throw tooLarge('request body', limit)
-      chunks.push(value)
-      if (options.probe && nextProbe < PROBE_AT_BYTES.length && total >= PROBE_AT_BYTES[nextProbe]!) {
-        while (nextProbe < PROBE_AT_BYTES.length && total >= PROBE_AT_BYTES[nextProbe]!) nextProbe++
-        options.probe(joined(chunks, total))
-      }
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return joined(chunks, total)
+    total += value.byteLength
+    if (total > limit) {
+      // More than any export may carry: not worth reading on. Not awaited, so the refusal goes
+      // out now.
+      reader.cancel().catch(() => {})
+      throw tooLarge('request body', limit)
     }
-  } catch (err) {
-    await reader.cancel().catch(() => {})
-    throw err
-  } finally {
-    reader.releaseLock()
+    chunks.push(value)
   }
-  return joined(chunks, total)
 }
 
-/** The chunks as one array; they are replaced by it, so a later join does not copy them again. */
 function joined(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!
   const bytes = new Uint8Array(total)
@@ -107,29 +91,7 @@ function joined(chunks: Uint8Array[], total: number): Uint8Array {
     bytes.set(chunk, offset)
     offset += chunk.byteLength
   }
-  chunks.splice(0, chunks.length, bytes)
   return bytes
-}
-
-/**
- * 413 when the first part of a compressed body already inflates past `limit` (capped like
- * `decompress`). A first part that is corrupt, or cut mid-block as a first part is, is left to
- * `decompress` of the whole body to judge.
- */
-export function refuseIfInflatesPastLimit(part: Uint8Array, encoding: ContentEncoding, limit: number): void {
-  if (encoding === 'identity') return
-  const inflate = encoding === 'gzip' ? gunzipSync : inflateSync
-  let decoded: Uint8Array
-  try {
-    decoded = inflate(part, {
-      maxOutputLength: limit + INFLATE_SLACK_BYTES,
-      finishFlush: constants.Z_SYNC_FLUSH,
-    })
-  } catch (err) {
-    if (err instanceof RangeError) throw tooLarge('decompressed request body', limit)
-    return
-  }
-  if (decoded.byteLength > limit) throw tooLarge('decompressed request body', limit)
 }
 
 /**
