@@ -188,6 +188,25 @@ describe('OTLP export against Postgres', () => {
     ])
   })
 
+  it('a collector answer past 1 MiB is not read on (a 502, retryable), whatever it would inflate to', async () => {
+    let pulled = 0
+    vi.spyOn(globalThis, 'fetch').mockImplementation(async () => {
+      const endless = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled += 64 * 1024
+          controller.enqueue(new Uint8Array(64 * 1024))
+        },
+      })
+      return new Response(endless, { status: 200, headers: { 'content-type': 'application/json' } })
+    })
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const res = await exportLogs(identity, logs(1))
+    expect(res.status).toBe(502)
+    expect(res.headers.get('retry-after')).toBe('5')
+    expect((await errorOf(res)).code).toBe('collector_failed')
+    expect(pulled).toBeLessThan(2 * 1024 * 1024)
+  })
+
   it('a collector refusing its credential is a 502 for the client, not a 401', async () => {
     stubCollector(401)
     const identity = apiKeyIdentity({ tenantId: await createTenant() })
