@@ -15,7 +15,7 @@ export type FamilyWorkerClass<Env> = new (ctx: ExecutionContext, env: Env) => Fa
 
 export interface FamilyCall {
   method?: string
-  /** JSON-encoded unless it is a string (sent as it is). */
+  /** JSON-encoded unless it is a string or bytes (sent as they are, bytes as a stream). */
   body?: unknown
   headers?: HeaderMap
   /** The verified caller; null on public routes. */
@@ -23,6 +23,12 @@ export interface FamilyCall {
   maxBodyBytes?: number
   baseUrl?: string
   requestId?: string
+}
+
+function forwardedBody(body: unknown): ForwardedRequest['body'] {
+  if (typeof body === 'string') return body
+  if (body instanceof Uint8Array) return new Response(body).body
+  return JSON.stringify(body)
 }
 
 export async function callFamily<Env>(
@@ -38,7 +44,7 @@ export async function callFamily<Env>(
     url: url.href,
     path: url.pathname,
     headers: { ...(hasBody ? { 'content-type': 'application/json' } : {}), ...call.headers },
-    body: hasBody ? (typeof call.body === 'string' ? call.body : JSON.stringify(call.body)) : null,
+    body: hasBody ? forwardedBody(call.body) : null,
     context: {
       requestId: call.requestId ?? `req_${crypto.randomUUID().replaceAll('-', '')}`,
       identity: call.identity ?? null,

@@ -153,9 +153,65 @@ describe('OTLP export against Postgres', () => {
     expect(res.status).toBe(503)
     expect((await errorOf(res)).code).toBe('collector_not_configured')
     expect(seen).toEqual([])
+    // The body was read and checked before the configuration was: its one record is counted.
     expect((await list(identity)).data).toEqual([
-      expect.objectContaining({ outcome: 'collector_failed', items: 0 }),
+      expect.objectContaining({ outcome: 'collector_failed', items: 1 }),
     ])
+  })
+
+  it('a bomb is 413 whatever is configured, the collector or not, and nothing is metered', async () => {
+    const seen = stubCollector()
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const zeros = new Response(new Uint8Array(64 * 1024 * 1024)).body!.pipeThrough(
+      new CompressionStream('gzip'),
+    )
+    const bomb = new Uint8Array(await new Response(zeros).arrayBuffer())
+    for (const e of [env(), { ...databaseEnv, RATE_LIMITER: namespaceOf(limiter) }]) {
+      const res = await callFamily(TelemetryWorker, e, '/otlp/v1/logs', {
+        method: 'POST',
+        identity,
+        body: bomb,
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        maxBodyBytes: 1024 * 1024,
+      })
+      expect(res.status).toBe(413)
+      expect((await errorOf(res)).message).toMatch(/decompressed request body is larger than 1 MiB/)
+    }
+    expect(seen).toEqual([])
+    expect(limiter.acquireCalls).toEqual([])
+    expect((await list(identity)).data).toEqual([
+      expect.objectContaining({
+        outcome: 'refused',
+        status: 413,
+        received_bytes: bomb.length,
+        decoded_bytes: 0,
+      }),
+      expect.objectContaining({
+        outcome: 'refused',
+        status: 413,
+        received_bytes: bomb.length,
+        decoded_bytes: 0,
+      }),
+    ])
+  })
+
+  it('a collector answer past 1 MiB is not read on (a 502, retryable), whatever it would inflate to', async () => {
+    let pulled = 0
+    vi.spyOn(globalThis, 'fetch').mockImplementation(async () => {
+      const endless = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled += 64 * 1024
+          controller.enqueue(new Uint8Array(64 * 1024))
+        },
+      })
+      return new Response(endless, { status: 200, headers: { 'content-type': 'application/json' } })
+    })
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const res = await exportLogs(identity, logs(1))
+    expect(res.status).toBe(502)
+    expect(res.headers.get('retry-after')).toBe('5')
+    expect((await errorOf(res)).code).toBe('collector_failed')
+    expect(pulled).toBeLessThan(2 * 1024 * 1024)
   })
 
   it('a collector refusing its credential is a 502 for the client, not a 401', async () => {
