@@ -41,6 +41,7 @@ import {
 import type { AgentRunEnv } from './agent-run.context'
 import { INDEX_SYNC_REF, type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
 import { type AgentSettings, agentSettingsFromEnv, turnOutputBudget } from './agent-settings'
+import { Follower } from './follower'
 import { transcriptMessages } from './model-prompt'
 import { writeRunIndex } from './run-index'
 import type { RunStatus } from './run-status.schemas'
@@ -120,52 +121,6 @@ export const NDJSON_HEADERS = {
 } as const
 
 const encoder = new TextEncoder()
-
-/** One connection following one turn. */
-class Follower {
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private closed = false
-
-  constructor(
-    private readonly controller: ReadableStreamDefaultController<Uint8Array>,
-    readonly turnId: string,
-    /** seq of the last event written on this connection (the cursor before any). */
-    private lastSeq: number,
-    private readonly heartbeat: (turnId: string, lastSeq: number) => string,
-    private readonly heartbeatMs: number,
-  ) {}
-
-  write(bytes: Uint8Array, seq: number): void {
-    if (this.closed) return
-    this.controller.enqueue(bytes)
-    this.lastSeq = seq
-    this.arm()
-  }
-
-  arm(): void {
-    if (this.closed) return
-    if (this.timer !== undefined) clearTimeout(this.timer)
-    this.timer = setTimeout(() => {
-      if (this.closed) return
-      this.controller.enqueue(encoder.encode(this.heartbeat(this.turnId, this.lastSeq)))
-      this.arm()
-    }, this.heartbeatMs)
-  }
-
-  close(): void {
-    this.stop()
-    try {
-      this.controller.close()
-    } catch {
-      // The reader already went away.
-    }
-  }
-
-  stop(): void {
-    this.closed = true
-    if (this.timer !== undefined) clearTimeout(this.timer)
-  }
-}
 
 function iso(ms: number): string {
   return new Date(ms).toISOString()
