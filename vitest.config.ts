@@ -18,6 +18,88 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
 }
 
 /**
+ * How the suite is scheduled. Groups run one after another; the files of a group side by side, at
+ * most `maxWorkers` at once (vitest's `sequence.groupOrder`):
+ * 1. unit, unit-db, do-*, scripts, fakes: CPU-bound, as many at once as there are cores (two on CI).
+ * 2. e2e files on the two shared stacks (e2e-pglite, e2e-postgres): they mostly wait on the stack,
+ *    so four run at once; each works in workspaces of its own (fileStack(), test/e2e/file-stack.ts).
+ * 3. e2e files that need something to themselves (e2e-own-pglite, e2e-own-postgres, E2E_OWN).
+ */
+const UNIT_GROUP = { sequence: { groupOrder: 1 }, maxWorkers: 2 }
+const SHARED_STACK_GROUP = { sequence: { groupOrder: 2 }, maxWorkers: 4 }
+const OWN_GROUP = { sequence: { groupOrder: 3 }, maxWorkers: 2 }
+
+/**
+ * End-to-end files that need something to themselves, so they do not run beside the shared-stack
+ * files: a stack of their own (`npm start` with its own data folder and database, killed or
+ * restarted at will; deploy builds every worker), each start keeping a core busy for tens of
+ * seconds; or a shared fake's global switches (`/fail`, `/reset`, and counting every request the
+ * fake received): the search, speech and embeddings fakes, which other files reach with live keys.
+ */
+const E2E_OWN = [
+  'agent-unconfigured',
+  'audit-tamper',
+  'crash',
+  'database-resilience',
+  'deploy',
+  'reasoning-crash',
+  'reasoning-qpu-restart',
+  'restart',
+  'telemetry-crash',
+  'workerd-runtime',
+  // The fakes' switches.
+  'documents',
+  'search',
+  'transcribe',
+]
+
+/**
+ * Every end-to-end file runs on embedded PGlite, the database `npm start` uses by default. These
+ * also run on the PostgreSQL server, because their behaviour depends on the database (README,
+ * "Which tests run where"); the rest run the same code over the same SQL on either database.
+ */
+const E2E_ON_POSTGRES: Record<string, string> = {
+  crash: 'what the database keeps when npm start is killed',
+  restart: 'what the database keeps across a restart (the development seed re-used)',
+  'reasoning-crash': 'jobs acknowledged before a kill, in the database after it',
+  'reasoning-qpu-restart': 'a QPU job awaiting its provider across a kill',
+  'telemetry-crash': 'ingestions acknowledged before a kill, in the database after it',
+  'database-resilience':
+    'statement_timeout ends a hostile statement on the server, the client deadline on PGlite',
+  documents: 'pgvector on PGlite, the exact scan on the server; the allowance under 32 concurrent uploads',
+  identity: 'two concurrent refreshes of one token: a race the server runs and PGlite serialises',
+  reasoning: '32 concurrent creates with one Idempotency-Key under an advisory lock',
+  'chat-plans': "the usage ledger's replayed flushes and the balance they move",
+  'input-rules': 'deep JSON, surrogate pairs and escaped NUL stored and read back',
+  'workspace-cli': "the CLI reaches the database through the running stack's record",
+}
+
+const e2eFiles = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.e2e.test.ts`)
+
+function e2eProjects() {
+  const project = (name: string, kind: 'pglite' | 'postgres', include: string[], exclude: string[] = []) => ({
+    test: {
+      name,
+      include,
+      exclude,
+      environment: 'node',
+      // The stack of `kind`: one per kind for the whole run (the own projects read its kind and fakes).
+      globalSetup: [`test/e2e/${kind}.setup.ts`],
+      testTimeout: 30_000,
+      hookTimeout: 120_000,
+      ...(name.startsWith('e2e-own-') ? OWN_GROUP : SHARED_STACK_GROUP),
+    },
+  })
+  const onPostgres = Object.keys(E2E_ON_POSTGRES)
+  return [
+    project('e2e-pglite', 'pglite', ['test/e2e/**/*.e2e.test.ts'], e2eFiles(E2E_OWN)),
+    project('e2e-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => !E2E_OWN.includes(f)))),
+    project('e2e-own-pglite', 'pglite', e2eFiles(E2E_OWN)),
+    project('e2e-own-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => E2E_OWN.includes(f)))),
+  ]
+}
+
+/**
  * Four kinds of tests:
  * - unit: colocated `*.test.ts` files run inside workerd (Cloudflare's vitest integration),
  *   so they see the same runtime as production code.
@@ -29,7 +111,8 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
  *   do-metering hosts the RateLimiter; do-chat and do-code run their worker with the metering
  *   worker beside it, as deployed.
  * - e2e: `test/e2e/**` start the whole stack the way README says (`npm start`) and call it over
- *   HTTP with real clients, once on embedded PGlite and once on the real PostgreSQL server.
+ *   HTTP with real clients, on embedded PGlite and (what depends on the database) on the real
+ *   PostgreSQL server.
  */
 export default defineConfig(async () => {
   // The chat and code workers bind the RateLimiter that the metering worker hosts
@@ -89,6 +172,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'unit',
+            ...UNIT_GROUP,
             include: [
               'shared/**/*.test.ts',
               'functions/**/*.test.ts',
@@ -129,6 +213,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'unit-db',
+            ...UNIT_GROUP,
             include: ['shared/**/*.db.test.ts', 'functions/**/*.db.test.ts'],
             globalSetup: ['test/support/unit-database.setup.ts'],
           },
@@ -137,6 +222,7 @@ export default defineConfig(async () => {
           plugins: [cloudflareTest({ wrangler: { configPath: 'functions/metering/wrangler.toml' } })],
           test: {
             name: 'do-metering',
+            ...UNIT_GROUP,
             include: ['durable-objects/rate-limiter/**/*.do.test.ts', 'functions/metering/**/*.do.test.ts'],
             passWithNoTests: true,
           },
@@ -150,6 +236,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-chat',
+            ...UNIT_GROUP,
             include: ['functions/chat/**/*.do.test.ts'],
             passWithNoTests: true,
           },
@@ -164,6 +251,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-code',
+            ...UNIT_GROUP,
             include: ['durable-objects/agent-run/**/*.do.test.ts', 'functions/code/**/*.do.test.ts'],
             globalSetup: ['test/support/unit-database.setup.ts'],
             passWithNoTests: true,
@@ -204,6 +292,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-reasoning',
+            ...UNIT_GROUP,
             include: ['durable-objects/reasoning-job/**/*.do.test.ts', 'functions/reasoning/**/*.do.test.ts'],
             // The QPU path talks to the fake IonQ provider over HTTP, as in production.
             globalSetup: ['test/support/unit-database.setup.ts', 'test/support/ionq-provider.setup.ts'],
@@ -234,6 +323,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-platform',
+            ...UNIT_GROUP,
             include: [
               'durable-objects/audit-log/**/*.do.test.ts',
               'functions/platform/**/*.do.test.ts',
@@ -246,6 +336,7 @@ export default defineConfig(async () => {
         {
           test: {
             name: 'scripts',
+            ...UNIT_GROUP,
             include: ['scripts/**/*.test.ts'],
             environment: 'node',
           },
@@ -255,20 +346,12 @@ export default defineConfig(async () => {
           // against them over real HTTP (the QPU provider: test/fakes/ionq-provider.ts).
           test: {
             name: 'fakes',
+            ...UNIT_GROUP,
             include: ['test/fakes/**/*.test.ts'],
             environment: 'node',
           },
         },
-        ...(['pglite', 'postgres'] as const).map((kind) => ({
-          test: {
-            name: `e2e-${kind}`,
-            include: ['test/e2e/**/*.e2e.test.ts'],
-            environment: 'node',
-            globalSetup: [`test/e2e/${kind}.setup.ts`],
-            testTimeout: 30_000,
-            hookTimeout: 120_000,
-          },
-        })),
+        ...e2eProjects(),
       ],
     },
   }

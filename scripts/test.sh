@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: typecheck (strict), lint and format check (zero warnings), unit tests inside
-# workerd, and end-to-end tests against the whole stack on embedded PGlite and on the real
-# PostgreSQL server (TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres).
+# workerd, and end-to-end tests against the whole stack on embedded PGlite and, for what depends
+# on the database, on the real PostgreSQL server (TEST_POSTGRES_URL, default
+# postgres://postgres@127.0.0.1:5432/postgres). vitest.config.ts groups the projects and says how
+# many files of each group run at once (README, "Which tests run where").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
