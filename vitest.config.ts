@@ -3,6 +3,7 @@ import { cloudflareTest } from '@cloudflare/vitest-plugin'
 import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 import { defineConfig } from 'vitest/config'
 import { bundleWorker, workerBundleCache } from './scripts/workers.ts'
+import { longestFirstSequencer } from './test/support/sequencer.ts'
 
 /** A fresh private JWK in the JWT_SIGNING_KEYS format, for the Durable Object test projects. */
 async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise<JsonWebKey | object> {
@@ -27,7 +28,7 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
  */
 const UNIT_GROUP = { sequence: { groupOrder: 1 }, maxWorkers: 2 }
 const SHARED_STACK_GROUP = { sequence: { groupOrder: 2 }, maxWorkers: 4 }
-const OWN_GROUP = { sequence: { groupOrder: 3 }, maxWorkers: 2 }
+const OWN_GROUP = { sequence: { groupOrder: 3 }, maxWorkers: 3 }
 
 /**
  * End-to-end files that need something to themselves, so they do not run beside the shared-stack
@@ -40,6 +41,7 @@ const E2E_OWN = [
   'agent-unconfigured',
   'audit-tamper',
   'crash',
+  'crash-workerd',
   'database-resilience',
   'deploy',
   'reasoning-crash',
@@ -60,6 +62,7 @@ const E2E_OWN = [
  */
 const E2E_ON_POSTGRES: Record<string, string> = {
   crash: 'what the database keeps when npm start is killed',
+  'crash-workerd': 'the same on plain workerd',
   restart: 'what the database keeps across a restart (the development seed re-used)',
   'reasoning-crash': 'jobs acknowledged before a kill, in the database after it',
   'reasoning-qpu-restart': 'a QPU job awaiting its provider across a kill',
@@ -75,6 +78,28 @@ const E2E_ON_POSTGRES: Record<string, string> = {
 }
 
 const e2eFiles = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.e2e.test.ts`)
+
+/**
+ * The files to start first in their group, longest first (minutes on the 2-core machine), so that
+ * no group ends waiting on one long file started last (test/support/sequencer.ts).
+ */
+const LONG_FIRST = e2eFiles([
+  'audit-tamper',
+  'crash',
+  'crash-workerd',
+  'console',
+  'deploy',
+  'reasoning-qpu-restart',
+  'telemetry-crash',
+  'restart',
+  'mcp-conformance',
+  'reasoning-crash',
+  'input-fuzz',
+  'telemetry',
+  'database-resilience',
+  'agent-unconfigured',
+  'agent',
+])
 
 function e2eProjects() {
   const project = (name: string, kind: 'pglite' | 'postgres', include: string[], exclude: string[] = []) => ({
@@ -160,6 +185,7 @@ export default defineConfig(async () => {
 
   return {
     test: {
+      sequence: { sequencer: longestFirstSequencer(LONG_FIRST) },
       projects: [
         {
           plugins: [

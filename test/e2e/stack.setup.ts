@@ -48,28 +48,49 @@ interface Shared {
   users: number
 }
 /**
- * One stack per kind for the whole run: the own-stack projects (vitest.config.ts) set up after the
+ * One stack per kind for the whole run: the own projects (vitest.config.ts) set up after the
  * shared-stack ones and get the same stack (they read its kind and fakes). Global setups of all
- * projects run in vitest's main process, so the record lives on globalThis.
+ * projects run in vitest's main process, one after another, so the record lives on globalThis.
  */
 const runGlobals = globalThis as { svcE2eStacks?: Map<Kind, Shared> }
 runGlobals.svcE2eStacks ??= new Map()
 const shared = runGlobals.svcE2eStacks
 
-export async function setupStack(project: TestProject, kind: Kind) {
+function stackOf(kind: Kind): Shared {
   let entry = shared.get(kind)
   if (!entry) {
     entry = { started: startStack(kind), users: 0 }
+    // Awaited by its own setup, which reports a failure; not an unhandled rejection before that.
+    entry.started.catch(() => {})
     shared.set(kind, entry)
   }
+  return entry
+}
+
+export async function setupStack(project: TestProject, kind: Kind) {
+  // Every stack this run's projects name starts now, side by side: a start mostly keeps one core
+  // busy, and the setups would otherwise start them one after the other.
+  for (const other of ['pglite', 'postgres'] as const) {
+    const named = project.vitest.projects.some((p) =>
+      [p.config.globalSetup].flat().some((file) => file.endsWith(`${other}.setup.ts`)),
+    )
+    if (named) stackOf(other)
+  }
+  const entry = stackOf(kind)
   entry.users++
-  const { fixture, stop } = await entry.started
+  const { fixture } = await entry.started
   project.provide('stack', fixture)
-  const mine = entry
   return async () => {
-    if (--mine.users > 0) return
-    shared.delete(kind)
-    await stop()
+    if (--entry.users > 0) return
+    // The last user of this stack: stop it, and any stack started for projects that had no files.
+    for (const [other, started] of shared) {
+      if (started.users > 0) continue
+      shared.delete(other)
+      await started.started.then(
+        (stack) => stack.stop(),
+        () => {},
+      )
+    }
   }
 }
 
