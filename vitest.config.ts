@@ -21,51 +21,34 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
 /**
  * How the suite is scheduled. Groups run one after another; the files of a group side by side, at
  * most `maxWorkers` at once (vitest's `sequence.groupOrder`):
- * 1. unit, unit-db, do-*, scripts, fakes: CPU-bound, as many at once as there are cores (two on CI).
- * 2. e2e files on the two shared stacks (e2e-pglite, e2e-postgres): they mostly wait on the stack,
- *    so four run at once; each works in workspaces of its own (fileStack(), test/e2e/file-stack.ts).
- * 3. e2e files that need something to themselves (e2e-own-pglite, e2e-own-postgres, E2E_OWN).
+ * 1. unit, unit-db, do-*, scripts, fakes: CPU-bound, as many at once as there are cores (two on
+ *    CI); with them the few e2e files that flip a shared fake's global switches (E2E_FAKE_SWITCHES).
+ * 2. every other e2e file (e2e-pglite, e2e-postgres). The files on the shared stacks mostly wait
+ *    on them, each in workspaces of its own (fileStack(), test/e2e/file-stack.ts); the files that
+ *    start stacks of their own keep a core busy while a stack starts, and fill those waits.
  */
 const UNIT_GROUP = { sequence: { groupOrder: 1 }, maxWorkers: 2 }
-const SHARED_STACK_GROUP = { sequence: { groupOrder: 2 }, maxWorkers: 4 }
-const OWN_GROUP = { sequence: { groupOrder: 3 }, maxWorkers: 3 }
+const E2E_GROUP = { sequence: { groupOrder: 2 }, maxWorkers: 5 }
 
 /**
- * End-to-end files that need something to themselves, so they do not run beside the shared-stack
- * files: a stack of their own (`npm start` with its own data folder and database, killed or
- * restarted at will; deploy builds every worker), each start keeping a core busy for tens of
- * seconds; or a shared fake's global switches (`/fail`, `/reset`, and counting every request the
- * fake received): the search, speech and embeddings fakes, which other files reach with live keys.
+ * End-to-end files that flip a shared fake's global switches (`/fail`, `/reset`) and count every
+ * request it received: the embeddings, search and speech fakes, which other files reach with live
+ * keys (MCP tools, the console). They run in group 1, where no other e2e file runs.
  */
-const E2E_OWN = [
-  'agent-unconfigured',
-  'audit-tamper',
-  'crash',
-  'crash-workerd',
-  'database-resilience',
-  'deploy',
-  'reasoning-crash',
-  'reasoning-qpu-restart',
-  'restart',
-  'telemetry-crash',
-  'workerd-runtime',
-  // The fakes' switches.
-  'documents',
-  'search',
-  'transcribe',
-]
+const E2E_FAKE_SWITCHES = ['documents', 'search', 'transcribe']
 
 /**
  * Every end-to-end file runs on embedded PGlite, the database `npm start` uses by default. These
  * also run on the PostgreSQL server, because their behaviour depends on the database (README,
  * "Which tests run where"); the rest run the same code over the same SQL on either database.
+ * crash-workerd and reasoning-qpu-restart are not here: what they add to crash and
+ * reasoning-crash (another runtime; a job whose state is in its object and its message in the
+ * queue) does not depend on the database.
  */
 const E2E_ON_POSTGRES: Record<string, string> = {
   crash: 'what the database keeps when npm start is killed',
-  'crash-workerd': 'the same on plain workerd',
   restart: 'what the database keeps across a restart (the development seed re-used)',
   'reasoning-crash': 'jobs acknowledged before a kill, in the database after it',
-  'reasoning-qpu-restart': 'a QPU job awaiting its provider across a kill',
   'telemetry-crash': 'ingestions acknowledged before a kill, in the database after it',
   'database-resilience':
     'statement_timeout ends a hostile statement on the server, the client deadline on PGlite',
@@ -108,19 +91,20 @@ function e2eProjects() {
       include,
       exclude,
       environment: 'node',
-      // The stack of `kind`: one per kind for the whole run (the own projects read its kind and fakes).
+      // The stack of `kind`: one per kind for the whole run, whichever projects use it.
       globalSetup: [`test/e2e/${kind}.setup.ts`],
       testTimeout: 30_000,
       hookTimeout: 120_000,
-      ...(name.startsWith('e2e-own-') ? OWN_GROUP : SHARED_STACK_GROUP),
+      ...(name.startsWith('e2e-fakes-') ? UNIT_GROUP : E2E_GROUP),
     },
   })
   const onPostgres = Object.keys(E2E_ON_POSTGRES)
+  const switches = (f: string) => E2E_FAKE_SWITCHES.includes(f)
   return [
-    project('e2e-pglite', 'pglite', ['test/e2e/**/*.e2e.test.ts'], e2eFiles(E2E_OWN)),
-    project('e2e-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => !E2E_OWN.includes(f)))),
-    project('e2e-own-pglite', 'pglite', e2eFiles(E2E_OWN)),
-    project('e2e-own-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => E2E_OWN.includes(f)))),
+    project('e2e-pglite', 'pglite', ['test/e2e/**/*.e2e.test.ts'], e2eFiles(E2E_FAKE_SWITCHES)),
+    project('e2e-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => !switches(f)))),
+    project('e2e-fakes-pglite', 'pglite', e2eFiles(E2E_FAKE_SWITCHES)),
+    project('e2e-fakes-postgres', 'postgres', e2eFiles(onPostgres.filter(switches))),
   ]
 }
 

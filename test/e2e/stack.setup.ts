@@ -48,9 +48,9 @@ interface Shared {
   users: number
 }
 /**
- * One stack per kind for the whole run: the own projects (vitest.config.ts) set up after the
- * shared-stack ones and get the same stack (they read its kind and fakes). Global setups of all
- * projects run in vitest's main process, one after another, so the record lives on globalThis.
+ * One stack per kind for the whole run, whichever projects name it (vitest.config.ts runs some
+ * files of a kind in another group, as another project). Global setups of all projects run in
+ * vitest's main process, one after another, so the record lives on globalThis.
  */
 const runGlobals = globalThis as { svcE2eStacks?: Map<Kind, Shared> }
 runGlobals.svcE2eStacks ??= new Map()
