@@ -5,6 +5,13 @@ import { defineConfig } from 'vitest/config'
 import { bundleWorker, workerBundleCache } from './scripts/workers.ts'
 import { longestFirstSequencer } from './test/support/sequencer.ts'
 
+/**
+ * The flags every worker's wrangler config sets: `webcrypto_modern_algorithms` gives WebCrypto
+ * ML-DSA and ML-KEM (shared/crypto/post-quantum.ts). The unit-noble project leaves it out to test
+ * the JavaScript fallback.
+ */
+const COMPATIBILITY_FLAGS = ['nodejs_compat', 'webcrypto_modern_algorithms']
+
 /** A fresh private JWK in the JWT_SIGNING_KEYS format, for the Durable Object test projects. */
 async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise<JsonWebKey | object> {
   const b64url = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url')
@@ -26,6 +33,7 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
  * 2. every other e2e file (e2e-pglite, e2e-postgres). The files on the shared stacks mostly wait
  *    on them, each in workspaces of its own (fileStack(), test/e2e/file-stack.ts); the files that
  *    start stacks of their own keep a core busy while a stack starts, and fill those waits.
+ * Every project takes one of these: a project without one would run after both, one file at a time.
  */
 const UNIT_GROUP = { sequence: { groupOrder: 1 }, maxWorkers: 2 }
 const E2E_GROUP = { sequence: { groupOrder: 2 }, maxWorkers: 5 }
@@ -54,6 +62,7 @@ const E2E_ON_POSTGRES: Record<string, string> = {
     'statement_timeout ends a hostile statement on the server, the client deadline on PGlite',
   documents: 'pgvector on PGlite, the exact scan on the server; the allowance under 32 concurrent uploads',
   identity: 'two concurrent refreshes of one token: a race the server runs and PGlite serialises',
+  'revocation-fuzz': 'concurrent refreshes of login and OAuth token families, the same kind of race',
   reasoning: '32 concurrent creates with one Idempotency-Key under an advisory lock',
   'chat-plans': "the usage ledger's replayed flushes and the balance they move",
   'input-rules': 'deep JSON, surrogate pairs and escaped NUL stored and read back',
@@ -135,7 +144,7 @@ export default defineConfig(async () => {
     modules: true,
     scriptPath: meteringBundle,
     compatibilityDate: '2026-10-01',
-    compatibilityFlags: ['nodejs_compat'],
+    compatibilityFlags: COMPATIBILITY_FLAGS,
     durableObjects: { RATE_LIMITER: { className: 'RateLimiter', useSQLite: true } },
   }
   // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
@@ -152,7 +161,7 @@ export default defineConfig(async () => {
     modules: true,
     scriptPath: codeBundle,
     compatibilityDate: '2026-10-01',
-    compatibilityFlags: ['nodejs_compat'],
+    compatibilityFlags: COMPATIBILITY_FLAGS,
     bindings: database,
     durableObjects: {
       AGENT_RUN: { className: 'AgentRun', useSQLite: true },
@@ -176,7 +185,7 @@ export default defineConfig(async () => {
             cloudflareTest({
               miniflare: {
                 compatibilityDate: '2026-10-01',
-                compatibilityFlags: ['nodejs_compat'],
+                compatibilityFlags: COMPATIBILITY_FLAGS,
               },
             }),
           ],
@@ -189,15 +198,25 @@ export default defineConfig(async () => {
               'durable-objects/**/*.test.ts',
               'test/unit/**/*.test.ts',
             ],
-            exclude: ['**/*.do.test.ts', '**/*.db.test.ts', '**/node_modules/**'],
+            exclude: ['**/*.do.test.ts', '**/*.db.test.ts', '**/*.noble.test.ts', '**/node_modules/**'],
           },
+        },
+        {
+          // The same runtime without webcrypto_modern_algorithms: post-quantum crypto falls back to
+          // @noble/post-quantum, and `*.noble.test.ts` check that it does, end to end.
+          plugins: [
+            cloudflareTest({
+              miniflare: { compatibilityDate: '2026-10-01', compatibilityFlags: ['nodejs_compat'] },
+            }),
+          ],
+          test: { name: 'unit-noble', ...UNIT_GROUP, include: ['shared/**/*.noble.test.ts'] },
         },
         {
           plugins: [
             cloudflareTest(({ inject }) => ({
               miniflare: {
                 compatibilityDate: '2026-10-01',
-                compatibilityFlags: ['nodejs_compat'],
+                compatibilityFlags: COMPATIBILITY_FLAGS,
                 bindings: { ...inject('unitDatabase') },
                 // Families record security events in the audit logs the platform worker hosts; the
                 // platform's agent-run routes reach the runs of the code worker.
@@ -213,7 +232,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: platformBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { LOG_SIGNING_KEYS: logSigningKeys },
                     durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
                   },
@@ -283,7 +302,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: platformBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { LOG_SIGNING_KEYS: logSigningKeys } as Record<string, string>,
                     durableObjects: { AUDIT_LOG: { className: 'AuditLog', useSQLite: true } },
                   },
@@ -293,7 +312,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: authBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { JWT_SIGNING_KEYS: tokenSigningKeys },
                   },
                 ],
@@ -324,7 +343,7 @@ export default defineConfig(async () => {
                     modules: true,
                     scriptPath: authBundle,
                     compatibilityDate: '2026-10-01',
-                    compatibilityFlags: ['nodejs_compat'],
+                    compatibilityFlags: COMPATIBILITY_FLAGS,
                     bindings: { JWT_SIGNING_KEYS: tokenSigningKeys },
                   },
                 ],

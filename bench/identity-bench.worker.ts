@@ -1,33 +1,47 @@
 /**
  * A worker for bench/identity.ts: runs ML-DSA-65 signatures and verifications inside workerd
- * (the production runtime), N at a time, so the benchmark can report operations per second.
+ * (the production runtime), N at a time, on either implementation the product has
+ * (shared/crypto/post-quantum.ts): `?impl=webcrypto` (the runtime's, with webcrypto_modern_algorithms)
+ * or `?impl=noble` (the JavaScript fallback), so one run compares them.
  */
-import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
+import {
+  type MlDsaSigner,
+  type MlDsaVerifier,
+  mlDsaImplementation,
+  type PostQuantumImplementation,
+} from '../shared/crypto/post-quantum'
 
 const message = new TextEncoder().encode('x'.repeat(600))
-let keys: { secretKey: Uint8Array; publicKey: Uint8Array; signature: Uint8Array } | undefined
+const prepared = new Map<
+  PostQuantumImplementation,
+  { signer: MlDsaSigner; verifier: MlDsaVerifier; signature: Uint8Array }
+>()
 
 // Randomness is not available at global scope in workerd: prepare on the first request.
-function prepared() {
-  if (!keys) {
-    const { secretKey, publicKey } = ml_dsa65.keygen(new Uint8Array(32).fill(7))
-    keys = { secretKey, publicKey, signature: ml_dsa65.sign(message, secretKey) }
+async function keys(impl: PostQuantumImplementation) {
+  let entry = prepared.get(impl)
+  if (!entry) {
+    const implementation = mlDsaImplementation(impl)
+    const signer = await implementation.signerFromSeed('ML-DSA-65', new Uint8Array(32).fill(7))
+    const verifier = await implementation.verifierFor('ML-DSA-65', signer.publicKey)
+    entry = { signer, verifier, signature: await signer.sign(message) }
+    prepared.set(impl, entry)
   }
-  return keys
+  return entry
 }
 
 export default {
-  fetch(request: Request): Response {
+  async fetch(request: Request): Promise<Response> {
     const url = new URL(request.url)
     const n = Math.min(Number(url.searchParams.get('n') ?? '10'), 5000)
-    const { secretKey, publicKey, signature } = prepared()
+    const impl = url.searchParams.get('impl') === 'noble' ? 'noble' : 'webcrypto'
+    if (url.pathname !== '/sign' && url.pathname !== '/verify') return new Response('ok')
+    const { signer, verifier, signature } = await keys(impl)
     let ok = 0
     if (url.pathname === '/sign') {
-      for (let i = 0; i < n; i++) ok += ml_dsa65.sign(message, secretKey).length > 0 ? 1 : 0
-    } else if (url.pathname === '/verify') {
-      for (let i = 0; i < n; i++) ok += ml_dsa65.verify(signature, message, publicKey) ? 1 : 0
+      for (let i = 0; i < n; i++) ok += (await signer.sign(message)).length > 0 ? 1 : 0
     } else {
-      return new Response('ok')
+      for (let i = 0; i < n; i++) ok += (await verifier.verify(message, signature)) ? 1 : 0
     }
     return Response.json({ n, ok })
   },

@@ -10,14 +10,20 @@
  * retrieval/engine.ts) through the Neon driver and the WebSocket bridge, as the knowledge worker
  * does, without the gateway in front (its cost is in "Gateway: authenticated routing"). Chunks are
  * bulk-loaded (synthetic text over a Zipf-distributed vocabulary, test-embedding vectors); upload
- * throughput is measured separately through uploadDocument.
+ * throughput is measured separately through uploadDocument, and so is what two concurrent 1 MiB
+ * uploads cost another tenant (UPLOAD_CONTENTION_ONLY=1 runs that section alone).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { sql } from 'drizzle-orm'
 import WebSocket from 'ws'
-import { retrieveChunks, uploadDocument } from '../functions/knowledge/src/documents/document-store.ts'
+import {
+  listDocuments,
+  MAX_DOCUMENT_BYTES,
+  retrieveChunks,
+  uploadDocument,
+} from '../functions/knowledge/src/documents/document-store.ts'
 import { testEmbedder } from '../functions/knowledge/src/retrieval/embeddings.ts'
 import {
   candidatePoolSize,
@@ -35,7 +41,8 @@ import { documentChunks, documents, tenants } from '../shared/db/schema.ts'
 import { resolvePlan } from '../shared/plans/plan-catalog.ts'
 import { BENCH_DIR } from './bench-support.ts'
 
-const SIZES = (process.env.SIZES ?? '1000,10000,100000').split(',').map(Number)
+const CONTENTION_ONLY = process.env.UPLOAD_CONTENTION_ONLY === '1'
+const SIZES = CONTENTION_ONLY ? [] : (process.env.SIZES ?? '1000,10000,100000').split(',').map(Number)
 const QUERIES = Number(process.env.QUERIES ?? 40)
 const K = 10
 const CHUNKS_PER_DOCUMENT = 50
@@ -122,6 +129,7 @@ async function load(db: Drizzle, tenantId: string, size: number): Promise<string
       .insert(documents)
       .values({
         tenantId,
+        mode: 'live',
         source: `doc-${d}`,
         content: '(bulk-loaded)',
         contentSha256: `bulk-${d}`,
@@ -137,6 +145,7 @@ async function load(db: Drizzle, tenantId: string, size: number): Promise<string
       return {
         documentId: doc!.id,
         tenantId,
+        mode: 'live' as const,
         ordinal: i,
         startOffset: 0,
         endOffset: text.length,
@@ -161,6 +170,92 @@ async function explain(db: Drizzle, query: ReturnType<typeof sql>): Promise<stri
   ].map((m) => m[1] ?? m[2])
   if (indexes.length > 0) return [...new Set(indexes)].join(', ')
   return /Seq Scan/.test(plan) ? 'seq scan' : plan.split('\n')[0]!.trim()
+}
+
+/**
+ * Another tenant's request while two 1 MiB documents (about 1,050 chunks each) upload at once:
+ * listDocuments (what GET /svc/documents runs) for a second tenant, one call after another on a
+ * connection of its own, before the uploads and while they run. Each upload has its own pool, as
+ * each request of the knowledge worker does. On PGlite a transaction holds the one session until
+ * it ends, so the longest transaction an upload holds is about what the other tenant waits.
+ */
+async function uploadContention(
+  env: Record<string, string>,
+  embedder: ReturnType<typeof testEmbedder>,
+  plan: ReturnType<typeof resolvePlan>,
+  log: (line: string) => void,
+): Promise<void> {
+  const admin = openDatabase(env, { max: 1 })
+  const other = openDatabase(env, { max: 1 })
+  const uploaders = [openDatabase(env, { max: 4 }), openDatabase(env, { max: 4 })]
+  try {
+    const [uploading, bystander] = await admin.db
+      .insert(tenants)
+      .values([
+        { name: 'bench big uploads', planId: 'enterprise' },
+        { name: 'bench bystander', planId: 'enterprise' },
+      ])
+      .returning()
+    await uploadDocument(
+      admin.db,
+      { tenantId: bystander!.id, mode: 'live' },
+      { source: 'notes', content: chunkText() },
+      { plan, embedder },
+    )
+    const bigDocument = (n: number) => {
+      const paragraphs: string[] = []
+      let length = 0
+      for (;;) {
+        const paragraph = Array.from({ length: 2 }, () => chunkText()).join(' ')
+        if (length + paragraph.length + 2 > MAX_DOCUMENT_BYTES) break
+        paragraphs.push(paragraph)
+        length += paragraph.length + 2
+      }
+      return { source: `big-${n}`, content: paragraphs.join('\n\n') }
+    }
+    const request = async () => {
+      const start = performance.now()
+      await listDocuments(other.db, { tenantId: bystander!.id, mode: 'live' }, { limit: 20 })
+      return performance.now() - start
+    }
+    const before: number[] = []
+    for (let i = 0; i < 30; i++) before.push(await request())
+
+    const during: number[] = []
+    let uploadsDone = false
+    const uploads = timed(() =>
+      Promise.all(
+        uploaders.map((pool, n) =>
+          uploadDocument(pool.db, { tenantId: uploading!.id, mode: 'live' }, bigDocument(n), {
+            plan,
+            embedder,
+          }),
+        ),
+      ).finally(() => {
+        uploadsDone = true
+      }),
+    )
+    while (!uploadsDone) during.push(await request())
+    const [uploadMs, results] = await uploads
+    const chunks = results.map((r) => r.document.chunkCount)
+    log('')
+    log(
+      `Another tenant during two concurrent 1 MiB uploads (${chunks.join(' and ')} chunks, ${(uploadMs / 1000).toFixed(1)} s for both): listDocuments of a second tenant, one call after another:`,
+    )
+    log('')
+    log('| | calls | p50 (ms) | p99 (ms) | max (ms) |')
+    log('|---|---|---|---|---|')
+    for (const [name, t] of [
+      ['before the uploads', before],
+      ['during the uploads', during],
+    ] as const) {
+      log(
+        `| ${name} | ${t.length} | ${percentile(t, 50).toFixed(1)} | ${percentile(t, 99).toFixed(1)} | ${Math.max(...t).toFixed(1)} |`,
+      )
+    }
+  } finally {
+    await Promise.all([admin, other, ...uploaders].map((d) => d.close()))
+  }
 }
 
 const main = async () => {
@@ -266,7 +361,12 @@ const main = async () => {
           hits[variant] = found.map((c) => c.id)
           if (variant !== 'brute') {
             const [hybridMs] = await timed(() =>
-              retrieveChunks(db, { tenantId }, { query, k: K }, { embedder, backend: async () => backend }),
+              retrieveChunks(
+                db,
+                { tenantId, mode: 'live' },
+                { query, k: K },
+                { embedder, backend: async () => backend },
+              ),
             )
             record(`hybrid ${variant}`, hybridMs)
           }
@@ -311,69 +411,79 @@ const main = async () => {
         `| ${size.toLocaleString('en')} | ${(overlap / queries.length).toFixed(3)} | ${(poolOverlap / queries.length).toFixed(3)} |`,
       )
     }
-    log('')
-    log(`HNSW recall@${K} against the brute-force scan (same queries):`)
-    log('')
-    log(
-      `| chunks per tenant | recall@${K}, index asked for ${K} | recall@${K} of the pool of ${candidatePoolSize(K)} retrieval asks for |`,
-    )
-    log('|---|---|---|')
-    for (const r of recalls) log(r)
-
-    // Upload throughput through uploadDocument: ~6,000-character documents (about 7 chunks each),
-    // test embedder, one at a time and 8 at once.
-    const [tenant] = await db
-      .insert(tenants)
-      .values({ name: 'bench uploads', planId: 'enterprise' })
-      .returning()
-    const docs = Array.from({ length: 80 }, (_, i) => ({
-      source: `upload-${i}`,
-      content: Array.from({ length: 12 }, () => chunkText()).join('\n\n'),
-    }))
-    const chunksOf = async (ids: string[]) =>
-      Number(
-        (
-          await db.execute<{ n: number }>(
-            sql`select count(*)::int as n from document_chunks where document_id = any(${sql.param(ids)}::uuid[])`,
-          )
-        ).rows[0]!.n,
-      )
-    const [serialMs, serial] = await timed(async () => {
-      const ids: string[] = []
-      for (const doc of docs.slice(0, 40))
-        ids.push((await uploadDocument(db, { tenantId: tenant!.id }, doc, { plan, embedder })).document.id)
-      return ids
-    })
-    const parallelDb = openDatabase(env, { max: 8 })
-    const [parallelMs, parallel] = await timed(async () => {
-      const ids: string[] = []
-      const queue = docs.slice(40)
-      await Promise.all(
-        Array.from({ length: 8 }, async () => {
-          for (let doc = queue.shift(); doc; doc = queue.shift())
-            ids.push(
-              (await uploadDocument(parallelDb.db, { tenantId: tenant!.id }, doc, { plan, embedder }))
-                .document.id,
-            )
-        }),
-      )
-      return ids
-    })
-    await parallelDb.close()
-    log('')
-    log('Uploads (uploadDocument: chunk, embed with the test embedder, one transaction):')
-    log('')
-    log('| concurrency | documents | chunks | documents/s | chunks/s |')
-    log('|---|---|---|---|---|')
-    for (const [c, ms, ids] of [
-      [1, serialMs, serial],
-      [8, parallelMs, parallel],
-    ] as const) {
-      const chunks = await chunksOf(ids)
+    if (!CONTENTION_ONLY) {
+      log('')
+      log(`HNSW recall@${K} against the brute-force scan (same queries):`)
+      log('')
       log(
-        `| ${c} | ${ids.length} | ${chunks} | ${((ids.length * 1000) / ms).toFixed(1)} | ${((chunks * 1000) / ms).toFixed(0)} |`,
+        `| chunks per tenant | recall@${K}, index asked for ${K} | recall@${K} of the pool of ${candidatePoolSize(K)} retrieval asks for |`,
       )
+      log('|---|---|---|')
+      for (const r of recalls) log(r)
+
+      // Upload throughput through uploadDocument: ~6,000-character documents (about 7 chunks each),
+      // test embedder, one at a time and 8 at once.
+      const [tenant] = await db
+        .insert(tenants)
+        .values({ name: 'bench uploads', planId: 'enterprise' })
+        .returning()
+      const docs = Array.from({ length: 80 }, (_, i) => ({
+        source: `upload-${i}`,
+        content: Array.from({ length: 12 }, () => chunkText()).join('\n\n'),
+      }))
+      const chunksOf = async (ids: string[]) =>
+        Number(
+          (
+            await db.execute<{ n: number }>(
+              sql`select count(*)::int as n from document_chunks where document_id = any(${sql.param(ids)}::uuid[])`,
+            )
+          ).rows[0]!.n,
+        )
+      const [serialMs, serial] = await timed(async () => {
+        const ids: string[] = []
+        for (const doc of docs.slice(0, 40))
+          ids.push(
+            (await uploadDocument(db, { tenantId: tenant!.id, mode: 'live' }, doc, { plan, embedder }))
+              .document.id,
+          )
+        return ids
+      })
+      const parallelDb = openDatabase(env, { max: 8 })
+      const [parallelMs, parallel] = await timed(async () => {
+        const ids: string[] = []
+        const queue = docs.slice(40)
+        await Promise.all(
+          Array.from({ length: 8 }, async () => {
+            for (let doc = queue.shift(); doc; doc = queue.shift())
+              ids.push(
+                (
+                  await uploadDocument(parallelDb.db, { tenantId: tenant!.id, mode: 'live' }, doc, {
+                    plan,
+                    embedder,
+                  })
+                ).document.id,
+              )
+          }),
+        )
+        return ids
+      })
+      await parallelDb.close()
+      log('')
+      log('Uploads (uploadDocument: chunk, embed with the test embedder, one transaction):')
+      log('')
+      log('| concurrency | documents | chunks | documents/s | chunks/s |')
+      log('|---|---|---|---|---|')
+      for (const [c, ms, ids] of [
+        [1, serialMs, serial],
+        [8, parallelMs, parallel],
+      ] as const) {
+        const chunks = await chunksOf(ids)
+        log(
+          `| ${c} | ${ids.length} | ${chunks} | ${((ids.length * 1000) / ms).toFixed(1)} | ${((chunks * 1000) / ms).toFixed(0)} |`,
+        )
+      }
     }
+    await uploadContention(env, embedder, plan, log)
     log('')
     log(
       `load average at end: ${os

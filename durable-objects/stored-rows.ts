@@ -48,21 +48,28 @@ export const storedJson = <T extends z.ZodType>(schema: T) =>
 
 /**
  * The caller's identity as a Durable Object stores it to act for them after a restart (settling
- * metering): the fields those steps need, checked on the way back in.
+ * metering): the fields those steps need, checked on the way back in. Identities stored before
+ * modes were separate have no `mode`: it was the API key's, and live for everyone else.
  */
-export const StoredIdentitySchema = z.object({
-  tenantId: z.string(),
-  principal: z.union([
-    z.object({ kind: z.literal('api_key'), keyId: z.string(), mode: z.enum(['live', 'test']) }),
-    z.object({
-      kind: z.literal('access_token'),
-      subject: z.string(),
-      audience: z.enum(AUDIENCES),
-      tokenId: z.string(),
-      algorithm: z.string(),
-    }),
-  ]),
-  role: z.enum(['owner', 'admin', 'member']),
-  planId: z.string(),
-  scopes: z.array(z.string()),
-})
+export const StoredIdentitySchema = z
+  .object({
+    tenantId: z.string(),
+    mode: z.enum(['live', 'test']).optional(),
+    principal: z.union([
+      z.object({ kind: z.literal('api_key'), keyId: z.string(), mode: z.enum(['live', 'test']) }),
+      z.object({
+        kind: z.literal('access_token'),
+        subject: z.string(),
+        audience: z.enum(AUDIENCES),
+        tokenId: z.string(),
+        algorithm: z.string(),
+      }),
+    ]),
+    role: z.enum(['owner', 'admin', 'member']),
+    planId: z.string(),
+    scopes: z.array(z.string()),
+  })
+  .transform(({ mode, ...identity }) => ({
+    ...identity,
+    mode: mode ?? (identity.principal.kind === 'api_key' ? identity.principal.mode : ('live' as const)),
+  }))

@@ -1,6 +1,13 @@
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { planDeploy, readConfigBindings, readWorkerBindings, withoutBindings } from './deploy-plan'
+import {
+  deploymentPublicBaseUrl,
+  planDeploy,
+  readConfigBindings,
+  readWorkerBindings,
+  withoutBindings,
+} from './deploy-plan'
 import { ROOT, workerConfigPaths } from './workers'
 
 const real = () => workerConfigPaths().map((p) => readConfigBindings(path.join(ROOT, p)))
@@ -76,5 +83,47 @@ describe('the deploy order', () => {
     expect(stripped).toContain('name = "OWN"')
     expect(stripped).toContain('[vars]')
     expect(readWorkerBindings(stripped).targets).toEqual([{ binding: 'Z', script: 'svc-z' }])
+  })
+})
+
+describe("a deployment's PUBLIC_BASE_URL", () => {
+  it('is required, from the environment (first) or the gateway config', () => {
+    expect(() => deploymentPublicBaseUrl({}, {})).toThrow(
+      /PUBLIC_BASE_URL is not set.*\[vars\] in wrangler.toml/,
+    )
+    expect(() => deploymentPublicBaseUrl({ PUBLIC_BASE_URL: '  ' }, { PUBLIC_BASE_URL: '' })).toThrow(
+      /not set/,
+    )
+    expect(deploymentPublicBaseUrl({ PUBLIC_BASE_URL: 'https://api.example.com/' }, {})).toEqual({
+      url: 'https://api.example.com',
+      from: 'environment',
+    })
+    expect(deploymentPublicBaseUrl({}, { PUBLIC_BASE_URL: 'https://svc.example.org' })).toEqual({
+      url: 'https://svc.example.org',
+      from: 'wrangler.toml',
+    })
+    expect(
+      deploymentPublicBaseUrl(
+        { PUBLIC_BASE_URL: 'https://a.example' },
+        { PUBLIC_BASE_URL: 'https://b.example' },
+      ).url,
+    ).toBe('https://a.example')
+  })
+
+  it('is an absolute https URL, as an OAuth issuer must be', () => {
+    for (const bad of [
+      'api.example.com',
+      'http://api.example.com',
+      'https://api.example.com/?a=1',
+      'https://u:p@api.example.com',
+      'https://api.example.com/#x',
+    ]) {
+      expect(() => deploymentPublicBaseUrl({ PUBLIC_BASE_URL: bad }, {}), bad).toThrow(/absolute https URL/)
+    }
+  })
+
+  it('the repository does not commit one: a deployment names its own', () => {
+    const gateway = readFileSync(path.join(ROOT, 'wrangler.toml'), 'utf8')
+    expect(gateway).not.toMatch(/^PUBLIC_BASE_URL\s*=/m)
   })
 })

@@ -117,3 +117,34 @@ export function planDeploy(
 export function readConfigBindings(configPath: string): WorkerBindings {
   return readWorkerBindings(readFileSync(configPath, 'utf8'))
 }
+
+/**
+ * The gateway's PUBLIC_BASE_URL for a deployment: from the environment of `npm run deploy` (given
+ * to the gateway as a var, over wrangler.toml's) or the gateway's `[vars]`. Required: without it
+ * the gateway would take its public origin (the OAuth issuer, the MCP protected resource) from the
+ * Host header, so it answers only loopback names and a deployment would answer everyone 421. An
+ * absolute https URL, as OAuth requires of an issuer.
+ */
+export function deploymentPublicBaseUrl(
+  environment: Readonly<Record<string, string | undefined>>,
+  gatewayVars: Readonly<Record<string, unknown>>,
+): { url: string; from: 'environment' | 'wrangler.toml' } {
+  const fromEnvironment = environment.PUBLIC_BASE_URL?.trim()
+  const fromConfig = gatewayVars.PUBLIC_BASE_URL
+  const [value, from] = fromEnvironment
+    ? [fromEnvironment, 'environment' as const]
+    : [typeof fromConfig === 'string' ? fromConfig.trim() : '', 'wrangler.toml' as const]
+  if (!value) {
+    throw new Error(
+      'PUBLIC_BASE_URL is not set. It is the URL clients reach the gateway at: the OAuth issuer, the MCP protected resource and the base of links. Without it the gateway answers only loopback Host names (421 to every other), so nothing would reach this deployment. Set it in the environment (PUBLIC_BASE_URL=https://api.example.com npm run deploy) or under [vars] in wrangler.toml.',
+    )
+  }
+  const url = URL.canParse(value) ? new URL(value) : null
+  const plain = url !== null && !url.search && !url.hash && !url.username && !url.password
+  if (!plain || url.protocol !== 'https:') {
+    throw new Error(
+      `PUBLIC_BASE_URL (from the ${from}) must be an absolute https URL without query, fragment or credentials, e.g. https://api.example.com (got ${value}).`,
+    )
+  }
+  return { url: value.replace(/\/+$/, ''), from }
+}

@@ -10,13 +10,16 @@
  * is broken by uploading a worker without its bindings to missing scripts first, then again whole.
  * `--dry-run` builds and asks wrangler to validate each upload without publishing
  * (`wrangler deploy --dry-run`), writing wrangler's output under .data/deploy-dry-run/.
+ *
+ * PUBLIC_BASE_URL is required (from the environment, given to the gateway as a var, or the
+ * gateway's wrangler.toml `[vars]`): without it nothing is built or uploaded (exit 1).
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { unstable_readConfig } from 'wrangler'
 import { writeCryptoLibraries } from './crypto-libraries.ts'
-import { planDeploy, readConfigBindings, withoutBindings } from './deploy-plan.ts'
+import { deploymentPublicBaseUrl, planDeploy, readConfigBindings, withoutBindings } from './deploy-plan.ts'
 import { type BundleDigest, bundleDigest, bundleWorker, ROOT, workerConfigPaths } from './workers.ts'
 
 const ATTESTING = 'svc-platform'
@@ -25,6 +28,17 @@ const LAST = 'svc-gateway'
 const dryRun = process.argv.includes('--dry-run')
 const bootstrap = process.argv.includes('--bootstrap')
 const buildDir = path.join(ROOT, '.data', 'deploy')
+
+let publicBaseUrl: ReturnType<typeof deploymentPublicBaseUrl>
+try {
+  const gateway = unstable_readConfig({ config: path.join(ROOT, 'wrangler.toml') })
+  if (gateway.name !== LAST) throw new Error(`wrangler.toml names ${gateway.name}, not ${LAST}`)
+  publicBaseUrl = deploymentPublicBaseUrl(process.env, gateway.vars)
+} catch (err) {
+  console.error(`npm run deploy: ${err instanceof Error ? err.message : String(err)}`)
+  process.exit(1)
+}
+console.log(`PUBLIC_BASE_URL ${publicBaseUrl.url} (from the ${publicBaseUrl.from})`)
 
 writeCryptoLibraries()
 const workers: { name: string; configPath: string; bundle: string; digest: BundleDigest }[] = []
@@ -54,6 +68,8 @@ for (const step of steps) {
   }
   const args = ['wrangler', 'deploy', '-c', configPath, '--no-bundle', worker.bundle]
   if (worker.name === ATTESTING) args.push('--var', `DEPLOYED_BUNDLES:${deployedBundles}`)
+  if (worker.name === LAST && publicBaseUrl.from === 'environment')
+    args.push('--var', `PUBLIC_BASE_URL:${publicBaseUrl.url}`)
   if (dryRun) args.push('--dry-run', '--outdir', path.join(ROOT, '.data', 'deploy-dry-run', worker.name))
   console.log(
     `${dryRun ? 'checking' : 'deploying'} ${worker.name} (sha256 ${worker.digest.sha256.slice(0, 16)}…)` +

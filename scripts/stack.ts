@@ -24,6 +24,7 @@ import { startEmbeddedPostgres } from './db/embedded-postgres.ts'
 import { runMigrations } from './db/migrate.ts'
 import { type DevCredentials, seedDevelopment } from './db/seed.ts'
 import { startWsBridge } from './db/ws-bridge.ts'
+import { startLocalCollector } from './otlp-collector/local-collector.ts'
 import { registerRunningStack } from './running-stacks.ts'
 import { startWorkerd } from './workerd-runtime.ts'
 import { bundleDigest, bundleWorker, ROOT, workerBundleCache, workerConfigPaths } from './workers.ts'
@@ -42,12 +43,21 @@ export interface StackOptions {
   logLevel?: LogLevel
   /** 'miniflare' (default) or 'workerd' (plain `workerd serve`, as in production). */
   runtime?: StackRuntime
+  /**
+   * Benchmarks only: compatibility flags to leave out of every worker's wrangler config, e.g.
+   * `webcrypto_modern_algorithms` to measure the product on its JavaScript ML-DSA (bench/identity.ts).
+   */
+  withoutCompatibilityFlags?: readonly string[]
 }
+
+/** Where OTLP exports go: the configured OTLP_COLLECTOR_URL, or the local collector's files. */
+export type StackTelemetry = { collector: 'configured' } | { collector: 'local'; url: string; dir: string }
 
 export interface Stack {
   baseUrl: string
   credentials: DevCredentials
   database: { kind: 'embedded' | 'external'; bridgeUrl: string | null }
+  telemetry: StackTelemetry
   runtime: StackRuntime
   /** Set on runtime 'miniflare' only. */
   miniflare?: Miniflare
@@ -262,6 +272,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const credentialKeys = configuredCredentialKeys ?? localProviderCredentialKeys(options.dataDir)
     const contentKeks = configuredContentKeks ?? localContentKeks(options.dataDir)
 
+    // 3b. Telemetry's destination. Without OTLP_COLLECTOR_URL, the local collector (files under
+    //     DATA_DIR/telemetry, scripts/otlp-collector/) takes the exports, as the simulated model
+    //     and the built-in index serve the other families by default; the workers cannot tell it
+    //     from any other collector.
+    let telemetry: StackTelemetry = { collector: 'configured' }
+    if (!sharedBindings.OTLP_COLLECTOR_URL) {
+      const collector = await startLocalCollector({ dataDir: options.dataDir })
+      stops.push(() => collector.close())
+      sharedBindings.OTLP_COLLECTOR_URL = collector.url
+      telemetry = { collector: 'local', url: collector.url, dir: collector.dir }
+    }
+
     // 4. Workers: bundle each, take its bindings from its wrangler config, then run them all. The
     //    CBOM's library facts are refreshed from package-lock.json first (built into the platform worker).
     writeCryptoLibraries()
@@ -274,6 +296,15 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ? { PROVIDER_CREDENTIAL_KEYS: credentialKeys, CONTENT_KEKS: contentKeks }
         : {}),
     }))
+    const dropped = new Set(options.withoutCompatibilityFlags ?? [])
+    for (const w of dropped.size > 0 ? workers : []) {
+      const flags = (w.config.compatibility_flags ?? []).filter((flag) => !dropped.has(flag))
+      w.config = { ...w.config, compatibility_flags: flags }
+      w.options = {
+        ...w.options,
+        compatibilityFlags: (w.options.compatibilityFlags ?? []).filter((flag) => !dropped.has(flag)),
+      }
+    }
     const runtime = options.runtime ?? 'miniflare'
     let baseUrl = ''
     let miniflare: Miniflare | undefined
@@ -347,6 +378,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       baseUrl,
       credentials,
       database: { kind, bridgeUrl },
+      telemetry,
       runtime,
       ...(miniflare ? { miniflare } : {}),
       stop,

@@ -57,6 +57,12 @@ if (passThrough.MCP_ALLOWED_HOSTS === undefined && ['127.0.0.1', 'localhost', ':
   passThrough.MCP_ALLOWED_HOSTS = 'localhost,127.0.0.1,[::1]'
 }
 
+/** A folder as the banner names it: relative to the checkout when inside it. */
+const shown = (dir: string) => {
+  const relative = path.relative(ROOT, dir)
+  return relative.startsWith('..') || path.isAbsolute(relative) ? dir : relative
+}
+
 const started = Date.now()
 const stack = await startStack({ host, port, dataDir, databaseUrl, bindings: passThrough, runtime })
 const { credentials } = stack
@@ -67,6 +73,7 @@ svc is running (${((Date.now() - started) / 1000).toFixed(1)} s)
   Base URL        ${stack.baseUrl}
   Runtime         ${runtime === 'workerd' ? 'workerd (plain workerd serve)' : 'Miniflare'}${fakeQpu ? `\n  QPU provider    fake IonQ v0.3 at ${fakeQpu.baseUrl} (key ${FAKE_QPU_KEY})` : ''}
   Database        ${stack.database.kind === 'embedded' ? `embedded PGlite (${path.relative(ROOT, dataDir) || '.'}/pglite)` : 'DATABASE_URL'}
+  Telemetry       ${stack.telemetry.collector === 'local' ? `local OTLP collector, files in ${shown(stack.telemetry.dir)}/{traces,metrics,logs}.jsonl` : 'OTLP_COLLECTOR_URL'}
   Workspace       ${credentials.tenantName} (${credentials.tenantId})
   Test API key    ${credentials.testKey}
   Live API key    ${credentials.liveKey}

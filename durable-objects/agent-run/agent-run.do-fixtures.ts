@@ -42,6 +42,7 @@ export function identityFor(
 ): Identity {
   return {
     tenantId,
+    mode,
     principal: { kind: 'api_key', keyId: `key-${mode}`, mode },
     role: 'owner',
     planId,
@@ -52,6 +53,7 @@ export function identityFor(
 export function ownerOf(identity: Identity): RunOwner {
   return {
     tenantId: identity.tenantId,
+    mode: identity.mode,
     principalId: identity.principal.kind === 'api_key' ? `key:${identity.principal.keyId}` : 'sub:x',
   }
 }

@@ -19,7 +19,7 @@
  *   row at once (in the background, or before answering a cancel), and while Postgres is down the
  *   alarm retries it, backing off (durable-objects/postgres-index.ts). The row never moves backwards
  *   (it carries the version).
- * - The owner (tenant + principal) is recorded with the first turn; anyone else gets the same
+ * - The owner (tenant, mode and principal) is recorded with the first turn; anyone else gets the same
  *   404 as for a run that does not exist.
  */
 import { DurableObject } from 'cloudflare:workers'
@@ -27,7 +27,7 @@ import { modelEntry } from '../../shared/catalog/model-catalog'
 import { AppError, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
-import type { Identity } from '../../shared/worker/request-context'
+import type { Identity, Mode } from '../../shared/worker/request-context'
 import { INDEX_RETRY_MIN_MS, indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
   type EventDataOf,
@@ -41,6 +41,7 @@ import {
 import type { AgentRunEnv } from './agent-run.context'
 import { INDEX_SYNC_REF, type RunRow, RunStore, type TurnMeter, type TurnRow } from './agent-run.store'
 import { type AgentSettings, agentSettingsFromEnv, turnOutputBudget } from './agent-settings'
+import { Follower } from './follower'
 import { transcriptMessages } from './model-prompt'
 import { writeRunIndex } from './run-index'
 import type { RunStatus } from './run-status.schemas'
@@ -53,9 +54,10 @@ import type { TurnSettings } from './turn-settings'
 /** How long after a turn ended (or a failed send) its usage is sent again if not acknowledged. */
 const METER_SETTLE_RETRY_MS = 5_000
 
-/** Who is asking: the run's owner must match exactly. */
+/** Who is asking: the run's owner must match exactly (tenant, mode and principal). */
 export interface RunOwner {
   tenantId: string
+  mode: Mode
   principalId: string
 }
 
@@ -119,52 +121,6 @@ export const NDJSON_HEADERS = {
 } as const
 
 const encoder = new TextEncoder()
-
-/** One connection following one turn. */
-class Follower {
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private closed = false
-
-  constructor(
-    private readonly controller: ReadableStreamDefaultController<Uint8Array>,
-    readonly turnId: string,
-    /** seq of the last event written on this connection (the cursor before any). */
-    private lastSeq: number,
-    private readonly heartbeat: (turnId: string, lastSeq: number) => string,
-    private readonly heartbeatMs: number,
-  ) {}
-
-  write(bytes: Uint8Array, seq: number): void {
-    if (this.closed) return
-    this.controller.enqueue(bytes)
-    this.lastSeq = seq
-    this.arm()
-  }
-
-  arm(): void {
-    if (this.closed) return
-    if (this.timer !== undefined) clearTimeout(this.timer)
-    this.timer = setTimeout(() => {
-      if (this.closed) return
-      this.controller.enqueue(encoder.encode(this.heartbeat(this.turnId, this.lastSeq)))
-      this.arm()
-    }, this.heartbeatMs)
-  }
-
-  close(): void {
-    this.stop()
-    try {
-      this.controller.close()
-    } catch {
-      // The reader already went away.
-    }
-  }
-
-  stop(): void {
-    this.closed = true
-    if (this.timer !== undefined) clearTimeout(this.timer)
-  }
-}
 
 function iso(ms: number): string {
   return new Date(ms).toISOString()
@@ -284,7 +240,11 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
   }
 
   private owns(run: RunRow, owner: RunOwner): boolean {
-    return run.tenant_id === owner.tenantId && run.principal_id === owner.principalId
+    return (
+      run.tenant_id === owner.tenantId &&
+      run.test_mode === (owner.mode === 'test') &&
+      run.principal_id === owner.principalId
+    )
   }
 
   /** Every check of a posted turn, without writing anything. */

@@ -10,9 +10,22 @@ import type { RunStatus } from './run-status.schemas'
 
 export type AgentRunNamespace = DurableObjectNamespace<AgentRun>
 
-/** The object of a run: named by its owner and id, so runs of two accounts never share one. */
+/**
+ * The object of a run: named by its owner (tenant, mode, principal) and id, so runs of two
+ * accounts, or of one person in two modes, never share one.
+ */
 export function runObject(namespace: AgentRunNamespace, owner: RunOwner, runId: string) {
-  return namespace.get(namespace.idFromName(`${owner.tenantId}/${owner.principalId}/${runId}`))
+  return namespace.get(namespace.idFromName(runObjectName(owner, runId)))
+}
+
+/**
+ * `<tenant>/<principal>/<run>`, with `test/` before the principal for a person's (or a service
+ * account's) test-mode run. An API key's principal already names its mode, and every other
+ * principal acted live before modes were separate, so every run started before keeps its object.
+ */
+export function runObjectName(owner: RunOwner, runId: string): string {
+  const modePart = owner.mode === 'test' && !owner.principalId.startsWith('key:') ? 'test/' : ''
+  return `${owner.tenantId}/${modePart}${owner.principalId}/${runId}`
 }
 
 export function runStoreUnavailable(err: unknown): AppError {

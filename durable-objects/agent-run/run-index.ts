@@ -1,6 +1,6 @@
 /**
  * The Postgres run index (`agent_runs`): one row per run with what a list shows (who started it,
- * mode, model, state, turns, usage), written by the run's object after each change (the due work
+ * test or live, agent mode, model, state, turns, usage), written by the run's object after each change (the due work
  * `index_sync`), read by the platform worker for GET /platform/v1/agent-runs. A write carries the
  * run's `index_version` and never replaces a newer one, so retries and reordered writes are harmless.
  */
@@ -24,8 +24,8 @@ export async function writeRunIndex(db: Drizzle, run: RunRow, turnCount: number)
     runId: run.run_id,
     principal: run.principal_id,
     ...startedBy(run.principal_id),
-    testMode: run.test_mode,
-    mode: run.mode,
+    mode: run.test_mode ? ('test' as const) : ('live' as const),
+    agentMode: run.mode,
     model: run.model,
     state: run.state,
     turnCount,
@@ -41,9 +41,9 @@ export async function writeRunIndex(db: Drizzle, run: RunRow, turnCount: number)
     .insert(agentRuns)
     .values(row)
     .onConflictDoUpdate({
-      target: [agentRuns.tenantId, agentRuns.principal, agentRuns.runId],
+      target: [agentRuns.tenantId, agentRuns.mode, agentRuns.principal, agentRuns.runId],
       set: {
-        mode: row.mode,
+        agentMode: row.agentMode,
         model: row.model,
         state: row.state,
         turnCount: row.turnCount,

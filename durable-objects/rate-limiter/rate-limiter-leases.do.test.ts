@@ -23,6 +23,7 @@ const LIMITER_RPC = bindings.RATE_LIMITER as unknown as RateLimiterNamespace
 function testIdentity(planId: string): Identity {
   return {
     tenantId: crypto.randomUUID(),
+    mode: 'test',
     principal: { kind: 'api_key', keyId: 'k1', mode: 'test' },
     role: 'owner',
     planId,

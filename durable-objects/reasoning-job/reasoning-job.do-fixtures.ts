@@ -47,6 +47,7 @@ export async function identityFor(
 ): Promise<Identity> {
   return {
     tenantId: options.tenantId ?? (await createTenant(planId)),
+    mode,
     principal: { kind: 'api_key', keyId: options.keyId ?? `key-${mode}`, mode },
     role: options.role ?? 'owner',
     planId,
@@ -57,6 +58,7 @@ export async function identityFor(
 export function callerOf(identity: Identity): JobCaller {
   return {
     tenantId: identity.tenantId,
+    mode: identity.mode,
     principal: identity.principal.kind === 'api_key' ? `key:${identity.principal.keyId}` : 'sub:x',
     role: identity.role,
   }

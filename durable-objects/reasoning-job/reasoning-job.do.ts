@@ -42,7 +42,7 @@ import { countTextTokens } from '../../shared/providers/tokenizer'
 import { openQpuProvider } from '../../shared/quantum/providers/ionq-v03'
 import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/provider-accounts'
 import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
-import { type Identity, isTestMode, principalId } from '../../shared/worker/request-context'
+import { type Identity, isTestMode, type Mode, principalId } from '../../shared/worker/request-context'
 import { appendAuditEvent } from '../audit-log/audit-client'
 import { indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
@@ -143,9 +143,13 @@ export function jobObjectName(tenantId: string, jobId: string): string {
   return `${tenantId}/${jobId}`
 }
 
-/** Who asks: the job's tenant must match; the principal and role decide who may delete. */
+/**
+ * Who asks: the job's tenant and mode must match (another mode's job is as absent as another
+ * tenant's); the principal and role decide who may delete.
+ */
 export interface JobCaller {
   tenantId: string
+  mode: Mode
   principal: string
   role: 'owner' | 'admin' | 'member'
 }
@@ -196,6 +200,11 @@ export function jobNotFound(): AppError {
     'No reasoning job with this id exists in your workspace. Check the id (it is the `id` of the job the create request returned).',
     { param: 'jobId' },
   )
+}
+
+/** Whether the job is in the caller's tenant and mode: anything else is a job that does not exist. */
+function visibleTo(job: JobRow, caller: Pick<JobCaller, 'tenantId' | 'mode'>): boolean {
+  return job.tenant_id === caller.tenantId && job.test_mode === (caller.mode === 'test')
 }
 
 /** Whether a caller may cancel or erase another member's job: owners and admins. */
@@ -267,7 +276,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   async create(call: CreateJobCall): Promise<JobReply> {
     const existing = this.store.job()
     if (existing) {
-      if (existing.tenant_id !== call.identity.tenantId) return { ok: false, error: errorData(jobNotFound()) }
+      if (!visibleTo(existing, call.identity)) return { ok: false, error: errorData(jobNotFound()) }
       return { ok: true, job: await this.view(existing, true) }
     }
     this.creating ??= this.createNew(call).finally(() => {
@@ -278,7 +287,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
 
   async get(caller: JobCaller): Promise<JobReply> {
     const job = this.store.job()
-    if (!job || job.tenant_id !== caller.tenantId) return { ok: false, error: errorData(jobNotFound()) }
+    if (!job || !visibleTo(job, caller)) return { ok: false, error: errorData(jobNotFound()) }
     try {
       return { ok: true, job: await this.view(job, true) }
     } catch (err) {
@@ -293,7 +302,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   async remove(caller: JobCaller): Promise<JobReply> {
     try {
       const job = this.store.job()
-      if (!job || job.tenant_id !== caller.tenantId) throw jobNotFound()
+      if (!job || !visibleTo(job, caller)) throw jobNotFound()
       if (job.principal !== caller.principal && !canManageJobs(caller.role)) {
         throw new AppError(
           403,
@@ -1118,6 +1127,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       (db) =>
         writeJobIndex(db, {
           tenantId: job.tenant_id,
+          mode: job.test_mode ? 'test' : 'live',
           principal: job.principal,
           product: job.product,
           recordVersion: job.record_version,
@@ -1244,7 +1254,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   /** GET .../receipt: the signed receipt and where it is logged; 404 until it is issued. */
   async receipt(caller: JobCaller, jwksUrl: string): Promise<ReceiptReply> {
     const job = this.store.job()
-    if (!job || job.tenant_id !== caller.tenantId) return { ok: false, error: errorData(jobNotFound()) }
+    if (!job || !visibleTo(job, caller)) return { ok: false, error: errorData(jobNotFound()) }
     const receipt = this.store.receipt()
     if (job.receipt_id === null || !receipt?.envelope_json || !receipt.log_json) {
       return {

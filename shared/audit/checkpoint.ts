@@ -15,9 +15,9 @@
  * The log signs with its own keys (LOG_SIGNING_KEYS), never the token keys: see docs/audit-log.md.
  */
 import { sha256 } from '@noble/hashes/sha2.js'
-import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js'
 import { base64urlDecode, bytesToHex, utf8 } from '../crypto/encoding'
 import type { PublicJwk, SigningKey } from '../crypto/jwk'
+import { mlDsaFor } from '../crypto/post-quantum'
 
 export const SIGNATURE_TYPE_ED25519 = 0x01
 export const SIGNATURE_TYPE_ML_DSA_44_COSIGNATURE = 0x06
@@ -184,7 +184,8 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 /**
  * Verifies a checkpoint note against the log's public keys (both must verify): the Ed25519 note
- * signature with WebCrypto, the ML-DSA-44 cosignature. Returns the tree head, or null.
+ * signature with WebCrypto, the ML-DSA-44 cosignature with the isolate's ML-DSA (post-quantum.ts).
+ * Returns the tree head, or null.
  */
 export async function verifyCheckpointNote(
   note: string,
@@ -202,7 +203,10 @@ export async function verifyCheckpointNote(
   if (!(await crypto.subtle.verify('Ed25519', edKey, ed.signature, utf8.encode(parsed.body)))) return null
   const timestamp = Number(new DataView(ml.signature.buffer, ml.signature.byteOffset).getBigUint64(0))
   const message = cosignedMessage(name, timestamp, parsed.head)
-  if (!ml_dsa44.verify(ml.signature.slice(8), message, keys.mlDsa44)) return null
+  const cosigner = await mlDsaFor('ML-DSA-44')
+    .verifierFor('ML-DSA-44', keys.mlDsa44)
+    .catch(() => null)
+  if (!cosigner || !(await cosigner.verify(message, ml.signature.slice(8)))) return null
   return { ...parsed.head, timestamp }
 }
 

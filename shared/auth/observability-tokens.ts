@@ -10,9 +10,20 @@ import type { Drizzle } from '../db/client'
 import { observabilityTokens } from '../db/schema'
 import { AppError } from '../http/errors'
 import { hashApiKey } from './api-keys'
+import type { CredentialPowers } from './credential-ceiling'
 import { generateObservabilityToken } from './opaque-credentials'
 
 type TokenRow = typeof observabilityTokens.$inferSelect
+
+/**
+ * What an observability token can do, for the credential ceiling: OTLP ingestion only, with the
+ * member role the gateway gives it, and live (observability tokens have no test mode).
+ */
+export const OBSERVABILITY_TOKEN_POWERS: CredentialPowers = {
+  scopes: ['telemetry:write'],
+  role: 'member',
+  mode: 'live',
+}
 
 export interface ObservabilityTokenView {
   id: string

@@ -9,6 +9,7 @@ import { hashPassword } from '../crypto/password'
 import type { Drizzle } from '../db/client'
 import { type Audience, serviceAccounts } from '../db/schema'
 import { AppError } from '../http/errors'
+import type { CredentialPowers } from './credential-ceiling'
 import { generateServiceAccountSecret } from './opaque-credentials'
 
 /** Audiences a service account may hold; `platform` tokens are for people (POST /auth/login). */
@@ -19,6 +20,14 @@ export const SERVICE_ACCOUNT_AUDIENCES = [
 export type ServiceAccountAudience = (typeof SERVICE_ACCOUNT_AUDIENCES)[number]
 
 type ServiceAccountRow = typeof serviceAccounts.$inferSelect
+
+/**
+ * What a service account with `scopes` can do, for the credential ceiling: it acts with the member
+ * role (the gateway gives its tokens that role) and has no test mode, so its tokens are live.
+ */
+export function serviceAccountPowers(scopes: readonly string[]): CredentialPowers {
+  return { scopes, role: 'member', mode: 'live' }
+}
 
 export interface ServiceAccountView {
   id: string
@@ -86,6 +95,26 @@ function notFound(id: string): AppError {
     `No active service account ${id} in this workspace. List them with GET /platform/v1/service-accounts.`,
     { param: 'serviceAccountId' },
   )
+}
+
+/** An account that is not revoked, in the tenant (404 otherwise). */
+export async function getActiveServiceAccount(
+  db: Drizzle,
+  tenantId: string,
+  id: string,
+): Promise<ServiceAccountView> {
+  const [row] = await db
+    .select()
+    .from(serviceAccounts)
+    .where(
+      and(
+        eq(serviceAccounts.id, id),
+        eq(serviceAccounts.tenantId, tenantId),
+        isNull(serviceAccounts.revokedAt),
+      ),
+    )
+  if (!row) throw notFound(id)
+  return renderServiceAccount(row)
 }
 
 /** Replaces the secret; the old one stops working at once (tokens already issued run to their expiry). */

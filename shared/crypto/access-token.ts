@@ -71,6 +71,11 @@ export const AccessTokenClaimsSchema = z.strictObject({
   scope: z.string().min(1).max(1024).optional(),
   /** OAuth tokens: the client the token was issued to (RFC 9068). */
   client_id: z.string().min(1).max(256).optional(),
+  /**
+   * Tokens issued from a refresh-token family (a login, or an OAuth authorization): the family's
+   * id (the registered `sid`, session id, claim). Revoking the family refuses its access tokens.
+   */
+  sid: z.uuid().optional(),
 })
 export type AccessTokenClaims = z.infer<typeof AccessTokenClaimsSchema>
 
@@ -86,6 +91,7 @@ const VerifiedClaimsSchema = z.looseObject({
   tenant_id: z.string().min(1).optional(),
   scope: z.string().optional(),
   client_id: z.string().optional(),
+  sid: z.string().optional(),
 })
 export type VerifiedClaims = z.infer<typeof VerifiedClaimsSchema>
 
@@ -170,6 +176,8 @@ export function buildAccessTokenClaims(input: {
   tenantId?: string
   scope?: string
   clientId?: string
+  /** The refresh-token family the token is issued from (`sid`). */
+  sessionId?: string
   now?: Date
 }): AccessTokenClaims {
   const iat = Math.floor((input.now ?? new Date()).getTime() / 1000)
@@ -184,6 +192,7 @@ export function buildAccessTokenClaims(input: {
   if (input.tenantId !== undefined) claims.tenant_id = input.tenantId
   if (input.scope !== undefined) claims.scope = input.scope
   if (input.clientId !== undefined) claims.client_id = input.clientId
+  if (input.sessionId !== undefined) claims.sid = input.sessionId
   return claims
 }
 

@@ -1,7 +1,15 @@
 /**
- * Conformance of @noble/post-quantum with NIST ACVP vectors (a subset, see test/fixtures/acvp/README.md).
- * These results back the public conformance page; the self-tests reuse a few of the same cases.
+ * Conformance with NIST ACVP vectors (a subset, see test/fixtures/acvp/README.md) of both
+ * post-quantum implementations (post-quantum.ts): @noble/post-quantum on every vector, and the
+ * runtime's WebCrypto (workerd, webcrypto_modern_algorithms) on every vector its API can take.
+ * WebCrypto imports private keys only as seeds, signs only hedged and draws its own encapsulation
+ * randomness, so the vectors that give an expanded secret key, a deterministic signature or a fixed
+ * m are run against it in the form it allows: its signature of the ACVP message verified by noble,
+ * its decapsulation of the ACVP m's ciphertext (encapsulated by the ACVP-checked noble). These
+ * results back the public conformance page; the self-tests reuse a few of the same cases.
  */
+
+import { shake256 } from '@noble/hashes/sha3.js'
 import { ml_dsa44, ml_dsa65, ml_dsa87 } from '@noble/post-quantum/ml-dsa.js'
 import { ml_kem512, ml_kem768, ml_kem1024 } from '@noble/post-quantum/ml-kem.js'
 import { slh_dsa_sha2_128f, slh_dsa_shake_128f, slh_dsa_shake_256f } from '@noble/post-quantum/slh-dsa.js'
@@ -13,6 +21,13 @@ import mlKemEncapDecap from '../../test/fixtures/acvp/ml-kem-encapdecap.json'
 import mlKemKeyGen from '../../test/fixtures/acvp/ml-kem-keygen.json'
 import slhDsaKeyGen from '../../test/fixtures/acvp/slh-dsa-keygen.json'
 import { bytesToHex, hexToBytes } from './encoding'
+import {
+  hasNativeSupport,
+  type MlDsaAlgorithm,
+  type MlKemAlgorithm,
+  WEBCRYPTO_ML_DSA,
+  WEBCRYPTO_ML_KEM,
+} from './post-quantum'
 
 type AcvpTest = { tcId: number } & Record<string, string | number | boolean>
 type AcvpGroup = { tgId: number; parameterSet: string; tests: AcvpTest[] } & Record<string, unknown>
@@ -176,4 +191,105 @@ describe('FIPS 205 SLH-DSA (ACVP)', () => {
     expect(hex(publicKey)).toBe(str(test, 'pk'))
     expect(hex(secretKey)).toBe(str(test, 'sk'))
   })
+})
+
+/** The ACVP keyGen case of a parameter set (one per set in the subset). */
+function keyGenCase(file: AcvpFile, parameterSet: string): AcvpTest {
+  const test = file.testGroups.find((g) => g.parameterSet === parameterSet)?.tests[0]
+  if (!test) throw new Error(`no keyGen case for ${parameterSet}`)
+  return test
+}
+
+describe('FIPS 204 ML-DSA (ACVP) on WebCrypto', () => {
+  it.each(cases(mlDsaKeyGen as AcvpFile))(
+    'keyGen %s: the public key from the seed',
+    async (_, group, test) => {
+      const signer = await WEBCRYPTO_ML_DSA.signerFromSeed(
+        group.parameterSet as MlDsaAlgorithm,
+        bytes(test, 'seed'),
+      )
+      expect(hex(signer.publicKey)).toBe(str(test, 'pk'))
+    },
+  )
+
+  it.each(cases(mlDsaSigVer as AcvpFile))('sigVer %s', async (_, group, test) => {
+    const alg = group.parameterSet as MlDsaAlgorithm
+    const verifier = await WEBCRYPTO_ML_DSA.verifierFor(alg, bytes(test, 'pk'))
+    const valid = await verifier.verify(
+      bytes(test, 'message'),
+      bytes(test, 'signature'),
+      bytes(test, 'context'),
+    )
+    expect(valid, String(test.reason)).toBe(test.testPassed)
+  })
+
+  it.each(cases(mlDsaSigGen as AcvpFile, (g) => g.signatureInterface === 'external' && g.preHash === 'pure'))(
+    'sigGen, external pure %s: its hedged signature of the message and context verifies under noble',
+    async (_, group, test) => {
+      const alg = group.parameterSet as MlDsaAlgorithm
+      const key = keyGenCase(mlDsaKeyGen as AcvpFile, alg)
+      const signer = await WEBCRYPTO_ML_DSA.signerFromSeed(alg, bytes(key, 'seed'))
+      const message = bytes(test, 'message')
+      const context = bytes(test, 'context')
+      const signature = await signer.sign(message, context)
+      const noble = pick(ML_DSA, alg)
+      expect(signature.length).toBe(noble.lengths.signature)
+      expect(noble.verify(signature, message, bytes(key, 'pk'), { context })).toBe(true)
+      expect(noble.verify(signature, message, bytes(key, 'pk'))).toBe(context.length === 0)
+    },
+  )
+})
+
+describe('FIPS 203 ML-KEM (ACVP) on WebCrypto', () => {
+  const native = (group: AcvpGroup) => hasNativeSupport(group.parameterSet as MlKemAlgorithm)
+
+  it('has ML-KEM-768 and ML-KEM-1024, and no ML-KEM-512 (noble alone runs those vectors)', () => {
+    const api = SubtleCrypto as unknown as { supports(op: string, alg: string): boolean }
+    expect(api.supports('encapsulateBits', 'ML-KEM-512')).toBe(false)
+    expect(mlKemKeyGen.testGroups.filter((g) => native(g as AcvpGroup)).map((g) => g.parameterSet)).toEqual([
+      'ML-KEM-768',
+      'ML-KEM-1024',
+    ])
+  })
+
+  it.each(cases(mlKemKeyGen as AcvpFile, native))(
+    'keyGen %s: the encapsulation key from d‖z',
+    async (_, group, test) => {
+      const key = await WEBCRYPTO_ML_KEM.decapsulatorFromSeed(
+        group.parameterSet as MlKemAlgorithm,
+        hexToBytes(str(test, 'd') + str(test, 'z')),
+      )
+      expect(hex(key.encapsulationKey)).toBe(str(test, 'ek'))
+    },
+  )
+
+  it.each(cases(mlKemEncapDecap as AcvpFile, (g) => g.function === 'encapsulation' && native(g)))(
+    'encapsulation %s: its m encapsulated to the keyGen key decapsulates here; ours decapsulates in noble',
+    async (_, group, test) => {
+      const alg = group.parameterSet as MlKemAlgorithm
+      const kg = keyGenCase(mlKemKeyGen as AcvpFile, alg)
+      const z = bytes(kg, 'z')
+      const key = await WEBCRYPTO_ML_KEM.decapsulatorFromSeed(alg, hexToBytes(str(kg, 'd') + str(kg, 'z')))
+      const noble = pick(ML_KEM, alg)
+      const known = noble.encapsulate(bytes(kg, 'ek'), bytes(test, 'm'))
+      expect(hex(await key.decapsulate(known.cipherText))).toBe(hex(known.sharedSecret))
+      // A modified ciphertext yields J(z‖c) (FIPS 203 §6.3), computed here independently.
+      const modified = Uint8Array.from(known.cipherText)
+      modified[0] = (modified[0] as number) ^ 1
+      const joined = new Uint8Array([...z, ...modified])
+      expect(hex(await key.decapsulate(modified))).toBe(hex(shake256(joined, { dkLen: 32 })))
+      const ours = await WEBCRYPTO_ML_KEM.encapsulate(alg, bytes(kg, 'ek'))
+      expect(hex(noble.decapsulate(ours.ciphertext, bytes(kg, 'dk')))).toBe(hex(ours.sharedSecret))
+    },
+  )
+
+  it.each(cases(mlKemEncapDecap as AcvpFile, (g) => g.function === 'encapsulationKeyCheck' && native(g)))(
+    'encapsulation key check %s',
+    async (_, group, test) => {
+      const attempt = WEBCRYPTO_ML_KEM.encapsulate(group.parameterSet as MlKemAlgorithm, bytes(test, 'ek'))
+      if (test.testPassed)
+        await expect(attempt).resolves.toMatchObject({ sharedSecret: expect.any(Uint8Array) })
+      else await expect(attempt, String(test.reason)).rejects.toThrow(/public key/)
+    },
+  )
 })

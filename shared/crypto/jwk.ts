@@ -10,10 +10,10 @@
  * (`alg`,`kty`,`pub` for AKP as RFC 9964 §6 defines them; `crv`,`kty`,`x` for OKP), unless the JWK
  * being imported carries its own `kid`, which is kept so third-party key sets resolve as published.
  *
- * Cost model: importing a key expands it once (ML-DSA keygen from the seed, ~2-3 ms; a WebCrypto
- * import for Ed25519). Callers keep the returned `SigningKey` / `VerificationKey` for the life of
- * the isolate (see `signingKeyFromSecret` and `createVerificationKeySet`) and never import per
- * request.
+ * Cost model: importing a key expands it once (ML-DSA keygen from the seed: well under a
+ * millisecond natively, ~2-3 ms on noble, see post-quantum.ts; a WebCrypto import for Ed25519).
+ * Callers keep the returned `SigningKey` / `VerificationKey` for the life of the isolate (see
+ * `signingKeyFromSecret` and `createVerificationKeySet`) and never import per request.
  */
 import { calculateJwkThumbprint } from 'jose'
 import { z } from 'zod'
@@ -24,7 +24,6 @@ import {
   isMlDsaAlgorithm,
   JWS_ALGORITHMS,
   type JwsAlgorithm,
-  ML_DSA,
   ML_DSA_ALGORITHMS,
   type MlDsaAlgorithm,
   PRIVATE_KEY_BYTES,
@@ -32,6 +31,7 @@ import {
   SELF_TEST_GROUP,
   SIGNATURE_BYTES,
 } from './jws-algorithms'
+import { mlDsaFor } from './post-quantum'
 import { defaultSelfTestSuite } from './self-test'
 
 const base64urlText = z.string().regex(/^[A-Za-z0-9_-]+$/, 'must be unpadded base64url')
@@ -124,35 +124,30 @@ export function jwkThumbprint(
 // ---------------------------------------------------------------------------------------------
 // ML-DSA
 
-function mlDsaVerifier(alg: MlDsaAlgorithm, publicKey: Uint8Array) {
-  return async (data: Uint8Array, signature: Uint8Array): Promise<boolean> => {
-    if (signature.length !== SIGNATURE_BYTES[alg]) return false
-    try {
-      return ML_DSA[alg].verify(signature, data, publicKey)
-    } catch {
-      return false
-    }
-  }
+async function mlDsaVerifier(alg: MlDsaAlgorithm, publicKey: Uint8Array) {
+  const verifier = await mlDsaFor(alg).verifierFor(alg, publicKey)
+  return (data: Uint8Array, signature: Uint8Array): Promise<boolean> =>
+    signature.length === SIGNATURE_BYTES[alg] ? verifier.verify(data, signature) : Promise.resolve(false)
 }
 
 async function mlDsaVerificationKey(alg: MlDsaAlgorithm, publicKey: Uint8Array, kid?: string) {
   const pub = base64urlEncode(publicKey)
   const resolvedKid = kid ?? (await jwkThumbprint({ kty: 'AKP', alg, pub }))
   const publicJwk = Object.freeze({ kty: 'AKP', alg, pub, kid: resolvedKid, use: 'sig' } as const)
-  return { kid: resolvedKid, alg, publicJwk, verify: mlDsaVerifier(alg, publicKey) }
+  return { kid: resolvedKid, alg, publicJwk, verify: await mlDsaVerifier(alg, publicKey) }
 }
 
 /** Expands an ML-DSA seed into a signing key. The expansion happens here, once. */
 async function mlDsaSigningKey(alg: MlDsaAlgorithm, seed: Uint8Array, kid?: string): Promise<SigningKey> {
   const ownSeed = Uint8Array.from(seed)
-  const { publicKey, secretKey } = ML_DSA[alg].keygen(ownSeed)
-  const verification = await mlDsaVerificationKey(alg, publicKey, kid)
+  const signer = await mlDsaFor(alg).signerFromSeed(alg, ownSeed)
+  const verification = await mlDsaVerificationKey(alg, signer.publicKey, kid)
   const priv = base64urlEncode(ownSeed)
   const { pub, kid: resolvedKid } = verification.publicJwk
   return Object.freeze({
     ...verification,
     // Hedged signing (FIPS 204 default): fresh randomness mixed into every signature.
-    sign: async (data: Uint8Array) => ML_DSA[alg].sign(data, secretKey),
+    sign: (data: Uint8Array) => signer.sign(data),
     exportPrivateJwk: (): PrivateJwk => ({ kty: 'AKP', alg, pub, priv, kid: resolvedKid, use: 'sig' }),
   })
 }
@@ -301,7 +296,10 @@ export async function importVerificationKey(jwk: unknown): Promise<VerificationK
   const value = parsed.data
   if (value.kty === 'AKP') {
     const pub = decodeMember(value.pub, 'pub', PUBLIC_KEY_BYTES[value.alg])
-    return Object.freeze(await mlDsaVerificationKey(value.alg, pub, value.kid))
+    const key = await mlDsaVerificationKey(value.alg, pub, value.kid).catch(() => {
+      throw invalidJwk(`JWK "pub" is not a valid ${value.alg} public key`)
+    })
+    return Object.freeze(key)
   }
   decodeMember(value.x, 'x', PUBLIC_KEY_BYTES.EdDSA)
   return Object.freeze(await ed25519VerificationKey(value.x, value.kid))

@@ -2,27 +2,20 @@
  * The JWS algorithms this product signs and verifies, with their fixed sizes.
  *
  * - `ML-DSA-44` / `ML-DSA-65` / `ML-DSA-87`: RFC 9964 (JOSE/COSE ML-DSA), pure ML-DSA with the empty
- *   context string, signature = the raw FIPS 204 bytes. Computed with @noble/post-quantum because
- *   workerd's WebCrypto has no ML-DSA.
+ *   context string, signature = the raw FIPS 204 bytes. Computed by the runtime's WebCrypto where
+ *   it has ML-DSA (workerd with `webcrypto_modern_algorithms`), else by @noble/post-quantum
+ *   (post-quantum.ts).
  * - `EdDSA`: Ed25519 (RFC 8037), the classical alternative, through workerd's WebCrypto.
  *
  * Everything else (`none`, HS*, RS*, PS*, ES*) is refused by construction: only these names exist.
  */
-import { ml_dsa44, ml_dsa65, ml_dsa87 } from '@noble/post-quantum/ml-dsa.js'
+import { ML_DSA_ALGORITHMS, type MlDsaAlgorithm } from './post-quantum'
 import type { SelfTestedAlgorithm } from './self-test'
 
-export const ML_DSA_ALGORITHMS = ['ML-DSA-44', 'ML-DSA-65', 'ML-DSA-87'] as const
-export type MlDsaAlgorithm = (typeof ML_DSA_ALGORITHMS)[number]
+export { ML_DSA_ALGORITHMS, type MlDsaAlgorithm }
 
 export const JWS_ALGORITHMS = [...ML_DSA_ALGORITHMS, 'EdDSA'] as const
 export type JwsAlgorithm = (typeof JWS_ALGORITHMS)[number]
-
-/** The noble implementation of each ML-DSA parameter set. */
-export const ML_DSA = {
-  'ML-DSA-44': ml_dsa44,
-  'ML-DSA-65': ml_dsa65,
-  'ML-DSA-87': ml_dsa87,
-} as const satisfies Record<MlDsaAlgorithm, unknown>
 
 /** The self-test group that must pass before each JWS algorithm is first used. */
 export const SELF_TEST_GROUP: Readonly<Record<JwsAlgorithm, SelfTestedAlgorithm>> = {

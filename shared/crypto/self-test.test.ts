@@ -2,6 +2,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { describe, expect, it } from 'vitest'
 import mlDsaKeyGen from '../../test/fixtures/acvp/ml-dsa-keygen.json'
 import mlDsaSigGen from '../../test/fixtures/acvp/ml-dsa-siggen.json'
+import mlDsaSigVer from '../../test/fixtures/acvp/ml-dsa-sigver.json'
 import mlKemEncapDecap from '../../test/fixtures/acvp/ml-kem-encapdecap.json'
 import mlKemKeyGen from '../../test/fixtures/acvp/ml-kem-keygen.json'
 import slhDsaKeyGen from '../../test/fixtures/acvp/slh-dsa-keygen.json'
@@ -9,7 +10,8 @@ import { AppError } from '../http/errors'
 import { buildAccessTokenClaims, signAccessToken, verifyAccessToken } from './access-token'
 import { bytesToHex, hexToBytes } from './encoding'
 import { buildJwks, generateSigningKey } from './jwk'
-import { createSelfTestSuite, runSelfTests } from './self-test'
+import { type PostQuantumImplementation, postQuantumImplementation } from './post-quantum'
+import { createSelfTestSuite, runSelfTests, type SelfTestOptions } from './self-test'
 import { SELF_TEST_VECTORS, type SelfTestVectors } from './self-test.vectors'
 
 type Fixture = { testGroups: { parameterSet: string; tests: Record<string, unknown>[] }[] }
@@ -25,37 +27,62 @@ function acvpCase(fixture: Fixture, tcId: number): Record<string, string> {
 const digest = (hex: string) => bytesToHex(sha256(hexToBytes(hex)))
 const flipHexNibble = (hex: string) => (hex[0] === '0' ? '1' : '0') + hex.slice(1)
 
-const EXPECTED_TESTS = [
-  'sha256_kat',
-  'ml_dsa_44_keygen_kat',
-  'ml_dsa_44_sign_kat',
-  'ml_dsa_44_verify_kat',
-  'ml_dsa_65_keygen_kat',
-  'ml_dsa_65_sign_kat',
-  'ml_dsa_65_verify_kat',
-  'ml_dsa_87_keygen_kat',
-  'ml_dsa_87_sign_kat',
-  'ml_dsa_87_verify_kat',
-  'ml_kem_768_keygen_kat',
-  'ml_kem_768_encaps_kat',
-  'ml_kem_768_decaps_kat',
-  'ml_kem_768_implicit_rejection',
-  'slh_dsa_shake_128f_keygen_kat',
-  'ed25519_kat',
-  'argon2id_kat',
-]
+/** The tests each implementation runs, in report order (see self-test.ts for why they differ). */
+const EXPECTED_TESTS: Readonly<Record<PostQuantumImplementation, readonly string[]>> = {
+  noble: [
+    'sha256_kat',
+    'ml_dsa_44_keygen_kat',
+    'ml_dsa_44_sign_kat',
+    'ml_dsa_44_verify_kat',
+    'ml_dsa_65_keygen_kat',
+    'ml_dsa_65_sign_kat',
+    'ml_dsa_65_verify_kat',
+    'ml_dsa_87_keygen_kat',
+    'ml_dsa_87_sign_kat',
+    'ml_dsa_87_verify_kat',
+    'ml_kem_768_keygen_kat',
+    'ml_kem_768_encaps_kat',
+    'ml_kem_768_decaps_kat',
+    'ml_kem_768_implicit_rejection',
+    'slh_dsa_shake_128f_keygen_kat',
+    'ed25519_kat',
+    'argon2id_kat',
+  ],
+  webcrypto: [
+    'sha256_kat',
+    'ml_dsa_44_keygen_kat',
+    'ml_dsa_44_sign_verify',
+    'ml_dsa_44_verify_kat',
+    'ml_dsa_65_keygen_kat',
+    'ml_dsa_65_sign_verify',
+    'ml_dsa_65_verify_kat',
+    'ml_dsa_87_keygen_kat',
+    'ml_dsa_87_sign_verify',
+    'ml_dsa_87_verify_kat',
+    'ml_kem_768_keygen_kat',
+    'ml_kem_768_encaps_decaps',
+    'ml_kem_768_implicit_rejection',
+    'slh_dsa_shake_128f_keygen_kat',
+    'ed25519_kat',
+    'argon2id_kat',
+  ],
+}
+
+const ON: Readonly<Record<PostQuantumImplementation, SelfTestOptions>> = {
+  noble: { postQuantum: () => 'noble' },
+  webcrypto: { postQuantum: () => 'webcrypto' },
+}
+const IMPLEMENTATIONS = ['webcrypto', 'noble'] as const
 
 describe('runSelfTests', () => {
-  it('passes every known-answer test and reports each one', async () => {
+  it('tests the native implementation this isolate uses (webcrypto_modern_algorithms is set)', async () => {
+    expect(postQuantumImplementation('ML-DSA-65')).toBe('webcrypto')
     const report = await runSelfTests()
-    expect(report.tests.map((t) => t.name)).toEqual(EXPECTED_TESTS)
-    for (const test of report.tests) {
-      expect(test, test.name).toMatchObject({ passed: true })
-      expect(test.detail).toBeUndefined()
-      expect(test.duration_ms).toBeGreaterThanOrEqual(0)
+    expect(report.tests.map((t) => t.name)).toEqual(EXPECTED_TESTS.webcrypto)
+    for (const test of report.tests.filter((t) => /^ML-(DSA|KEM)/.test(t.algorithm))) {
+      expect(test.implementation, test.name).toBe('WebCrypto')
     }
     expect(report.passed).toBe(true)
-    expect(new Date(report.completed_at).toString()).not.toBe('Invalid Date')
   })
 
   it('runs once per isolate and returns the same report afterwards', async () => {
@@ -65,30 +92,93 @@ describe('runSelfTests', () => {
   })
 })
 
-describe('self-tests run per algorithm, before its first use', () => {
-  it('assertAlgorithm runs only that algorithm (and SHA-256), once', async () => {
-    const suite = createSelfTestSuite()
-    await suite.assertAlgorithm('Ed25519')
-    expect(suite.results().map((t) => t.name)).toEqual(['sha256_kat', 'ed25519_kat'])
-    await suite.assertAlgorithm('ML-DSA-65')
-    expect(suite.results().map((t) => t.name)).toEqual([
-      'sha256_kat',
-      'ml_dsa_65_keygen_kat',
-      'ml_dsa_65_sign_kat',
-      'ml_dsa_65_verify_kat',
-      'ed25519_kat',
-    ])
-    const before = suite.results()
-    await suite.assertAlgorithm('ML-DSA-65')
-    expect(suite.results()).toEqual(before)
-    const report = await suite.run()
-    expect(report.tests.map((t) => t.name)).toEqual(EXPECTED_TESTS)
+describe.each(IMPLEMENTATIONS)('the self-tests on %s', (implementation) => {
+  it('pass every test and report each one, with what computed it', async () => {
+    const report = await createSelfTestSuite(SELF_TEST_VECTORS, ON[implementation]).run()
+    expect(report.tests.map((t) => t.name)).toEqual(EXPECTED_TESTS[implementation])
+    const label = implementation === 'webcrypto' ? 'WebCrypto' : '@noble/post-quantum'
+    for (const test of report.tests) {
+      expect(test, test.name).toMatchObject({ passed: true })
+      expect(test.detail).toBeUndefined()
+      expect(test.duration_ms).toBeGreaterThanOrEqual(0)
+      if (/^ML-(DSA|KEM)/.test(test.algorithm)) expect(test.implementation, test.name).toBe(label)
+    }
+    expect(report.tests.find((t) => t.name === 'ed25519_kat')?.implementation).toBe('WebCrypto')
+    expect(report.tests.find((t) => t.name === 'argon2id_kat')?.implementation).toBe('@noble/hashes')
+    expect(report.passed).toBe(true)
+    expect(new Date(report.completed_at).toString()).not.toBe('Invalid Date')
   })
+
+  it('a wrong public key from keyGen, or a verifier that rejects the ACVP signature, fails closed', async () => {
+    const badKeyGen = await createSelfTestSuite(
+      {
+        ...SELF_TEST_VECTORS,
+        mlDsa44KeyGen: {
+          ...SELF_TEST_VECTORS.mlDsa44KeyGen,
+          publicKeySha256: flipHexNibble(SELF_TEST_VECTORS.mlDsa44KeyGen.publicKeySha256),
+        },
+      },
+      ON[implementation],
+    ).run()
+    expect(badKeyGen.tests.filter((t) => !t.passed).map((t) => [t.name, t.detail])).toEqual([
+      ['ml_dsa_44_keygen_kat', 'public key differs from the expected value'],
+    ])
+    // A signature that is not the published one must not verify: the verifier is really checking.
+    const badSignature = await createSelfTestSuite(
+      {
+        ...SELF_TEST_VECTORS,
+        mlDsa87SigVer: {
+          ...SELF_TEST_VECTORS.mlDsa87SigVer,
+          signature: flipHexNibble(SELF_TEST_VECTORS.mlDsa87SigVer.signature),
+        },
+      },
+      ON[implementation],
+    ).run()
+    expect(badSignature.tests.filter((t) => !t.passed).map((t) => [t.name, t.detail])).toEqual([
+      ['ml_dsa_87_verify_kat', 'the known-answer signature did not verify'],
+    ])
+    const badKem = await createSelfTestSuite(
+      {
+        ...SELF_TEST_VECTORS,
+        mlKem768KeyGen: {
+          ...SELF_TEST_VECTORS.mlKem768KeyGen,
+          encapsulationKeySha256: flipHexNibble(SELF_TEST_VECTORS.mlKem768KeyGen.encapsulationKeySha256),
+        },
+      },
+      ON[implementation],
+    ).run()
+    expect(badKem.tests.filter((t) => !t.passed).map((t) => [t.name, t.detail])).toEqual([
+      ['ml_kem_768_keygen_kat', 'encapsulation key differs from the expected value'],
+    ])
+    expect([badKeyGen.passed, badSignature.passed, badKem.passed]).toEqual([false, false, false])
+  })
+})
+
+describe('self-tests run per algorithm, before its first use', () => {
+  it.each(IMPLEMENTATIONS)(
+    'assertAlgorithm runs only that algorithm (and SHA-256), once (%s)',
+    async (implementation) => {
+      const suite = createSelfTestSuite(SELF_TEST_VECTORS, ON[implementation])
+      await suite.assertAlgorithm('Ed25519')
+      expect(suite.results().map((t) => t.name)).toEqual(['sha256_kat', 'ed25519_kat'])
+      await suite.assertAlgorithm('ML-DSA-65')
+      expect(suite.results().map((t) => t.name)).toEqual([
+        'sha256_kat',
+        ...EXPECTED_TESTS[implementation].filter((name) => name.startsWith('ml_dsa_65_')),
+        'ed25519_kat',
+      ])
+      const before = suite.results()
+      await suite.assertAlgorithm('ML-DSA-65')
+      expect(suite.results()).toEqual(before)
+      const report = await suite.run()
+      expect(report.tests.map((t) => t.name)).toEqual(EXPECTED_TESTS[implementation])
+    },
+  )
 
   it('a failure in one algorithm puts the whole module in the error state (fail closed)', async () => {
     const suite = createSelfTestSuite({
       ...SELF_TEST_VECTORS,
-      mlDsa87SigGen: { ...SELF_TEST_VECTORS.mlDsa87SigGen, signatureSha256: '00'.repeat(32) },
+      mlDsa87KeyGen: { ...SELF_TEST_VECTORS.mlDsa87KeyGen, publicKeySha256: '00'.repeat(32) },
     })
     await expect(suite.assertAlgorithm('Ed25519')).resolves.toBeUndefined()
     await expect(suite.assertAlgorithm('ML-DSA-87')).rejects.toMatchObject({
@@ -132,6 +222,20 @@ describe('self-test vectors come from the ACVP fixtures', () => {
     expect(sigGen.message).toBe(sg.message?.toLowerCase())
     expect(sigGen.context).toBe(sg.context?.toLowerCase())
     expect(sigGen.signatureSha256).toBe(digest(sg.signature ?? ''))
+  })
+
+  it.each([
+    ['ML-DSA-44', SELF_TEST_VECTORS.mlDsa44SigVer],
+    ['ML-DSA-65', SELF_TEST_VECTORS.mlDsa65SigVer],
+    ['ML-DSA-87', SELF_TEST_VECTORS.mlDsa87SigVer],
+  ])('%s sigVer: a valid signature, whole', (name, sigVer) => {
+    const group = (mlDsaSigVer as Fixture).testGroups.find((g) => g.tests.some((t) => t.tcId === sigVer.tcId))
+    expect(group?.parameterSet).toBe(name)
+    const sv = acvpCase(mlDsaSigVer as Fixture, sigVer.tcId) as Record<string, unknown>
+    expect(sv.testPassed).toBe(true)
+    expect([sigVer.publicKey, sigVer.message, sigVer.context, sigVer.signature]).toEqual(
+      [sv.pk, sv.message, sv.context, sv.signature].map((x) => String(x).toLowerCase()),
+    )
   })
 
   it('ML-KEM-768 keyGen tcId 26, encapsulation tcId 26, decapsulation tcId 88', () => {
@@ -218,21 +322,20 @@ describe('a failed self-test fails closed', () => {
     ['sha256_kat', (v) => ({ ...v, sha256: { ...v.sha256, digest: flipHexNibble(v.sha256.digest) } })],
   ]
 
+  // The known answers only noble can be held to (deterministic signing, fixed-m encapsulation, an
+  // expanded decapsulation key), and those every implementation is held to, on noble.
   it.each(corruptions)('a corrupted %s vector fails that test and the report', async (name, corrupt) => {
-    const report = await createSelfTestSuite(corrupt(SELF_TEST_VECTORS)).run()
+    const report = await createSelfTestSuite(corrupt(SELF_TEST_VECTORS), ON.noble).run()
     expect(report.passed).toBe(false)
     const failed = report.tests.filter((t) => !t.passed)
-    // Without a known-good signature the verify KAT has nothing trustworthy to check, so it fails too.
-    const expected = name === 'ml_dsa_65_sign_kat' ? [name, 'ml_dsa_65_verify_kat'] : [name]
-    expect(failed.map((t) => t.name)).toEqual(expected)
+    expect(failed.map((t) => t.name)).toEqual([name])
     expect(failed[0]?.detail).toMatch(/differs from the expected value/)
-    if (name === 'ml_dsa_65_sign_kat') expect(failed[1]?.detail).toMatch(/no known-good signature/)
   })
 
   it('refuses to sign or verify tokens with AppError 503 crypto_self_test_failed', async () => {
     const broken = createSelfTestSuite({
       ...SELF_TEST_VECTORS,
-      mlDsa65SigGen: { ...SELF_TEST_VECTORS.mlDsa65SigGen, signatureSha256: '00'.repeat(32) },
+      mlDsa65KeyGen: { ...SELF_TEST_VECTORS.mlDsa65KeyGen, publicKeySha256: '00'.repeat(32) },
     })
     const key = await generateSigningKey('ML-DSA-65')
     const claims = buildAccessTokenClaims({
@@ -245,7 +348,7 @@ describe('a failed self-test fails closed', () => {
     const signError = await signAccessToken(claims, key, { selfTests: broken }).catch((e: unknown) => e)
     expect(signError).toBeInstanceOf(AppError)
     expect(signError).toMatchObject({ status: 503, code: 'crypto_self_test_failed' })
-    expect((signError as AppError).internalMessage).toContain('ml_dsa_65_sign_kat')
+    expect((signError as AppError).internalMessage).toContain('ml_dsa_65_keygen_kat')
 
     const token = await signAccessToken(claims, key)
     const verifyError = await verifyAccessToken(token, {

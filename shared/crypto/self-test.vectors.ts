@@ -4,9 +4,12 @@
  * The post-quantum vectors are NIST ACVP-Server test cases (gen-val/json-files, vsId 42 for
  * FIPS 203/204, vsId 53 for FIPS 205); the same cases sit in test/fixtures/acvp/ and
  * self-test.test.ts checks that every value here matches them. Large expected outputs are kept as
- * their SHA-256 digest to keep the worker bundle small; inputs are kept whole.
+ * their SHA-256 digest to keep the worker bundle small; inputs are kept whole (the signatures the
+ * verification KATs check are inputs: self-test.sigver-vectors.ts).
  * Ed25519 is RFC 8032 §7.1 TEST 1, SHA-256 is FIPS 180-4 "abc", Argon2id is RFC 9106 §5.3.
  */
+
+import { ML_DSA_44_SIG_VER, ML_DSA_65_SIG_VER, ML_DSA_87_SIG_VER } from './self-test.sigver-vectors'
 
 /** Joins hex chunks (kept short so the file stays readable and diffable). */
 const hex = (...parts: string[]): string => parts.join('')
@@ -16,6 +19,15 @@ export interface MlDsaKeyGenVector {
   seed: string
   publicKeySha256: string
   secretKeySha256: string
+}
+
+/** A valid ACVP sigVer case (external interface, pure), whole. */
+export interface MlDsaSigVerVector {
+  tcId: number
+  publicKey: string
+  message: string
+  context: string
+  signature: string
 }
 
 export interface MlDsaSigGenVector {
@@ -30,10 +42,13 @@ export interface SelfTestVectors {
   sha256: { message: string; digest: string }
   mlDsa65KeyGen: MlDsaKeyGenVector
   mlDsa65SigGen: MlDsaSigGenVector
+  mlDsa65SigVer: MlDsaSigVerVector
   mlDsa44KeyGen: MlDsaKeyGenVector
   mlDsa44SigGen: MlDsaSigGenVector
+  mlDsa44SigVer: MlDsaSigVerVector
   mlDsa87KeyGen: MlDsaKeyGenVector
   mlDsa87SigGen: MlDsaSigGenVector
+  mlDsa87SigVer: MlDsaSigVerVector
   mlKem768KeyGen: {
     tcId: number
     d: string
@@ -378,6 +393,9 @@ export const SELF_TEST_VECTORS: SelfTestVectors = {
     ),
     signatureSha256: '8cb0c7bc14b317bd2023cb1209674874da1b6a126bbe8733e4516f71ab34e88f',
   },
+  mlDsa44SigVer: ML_DSA_44_SIG_VER,
+  mlDsa65SigVer: ML_DSA_65_SIG_VER,
+  mlDsa87SigVer: ML_DSA_87_SIG_VER,
   mlKem768KeyGen: {
     tcId: 26,
     d: 'e582b7d75e6c80b05ae392a1fc9f7153b12390fd99930368cc67a768baebc8a0',

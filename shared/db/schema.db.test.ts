@@ -81,8 +81,8 @@ describe('what the schema guarantees', () => {
       for (const tenantId of [doomed, kept]) {
         await db
           .insert(schema.memories)
-          .values({ tenantId, ownerId: 'key:x', content: 'c', body: {}, sizeBytes: 2 })
-        await db.insert(schema.feedback).values({ tenantId, body: {}, requestId: 'req_1' })
+          .values({ tenantId, mode: 'live', ownerId: 'key:x', content: 'c', body: {}, sizeBytes: 2 })
+        await db.insert(schema.feedback).values({ tenantId, mode: 'live', body: {}, requestId: 'req_1' })
         await db.insert(schema.apiKeys).values({
           tenantId,
           name: 'k',

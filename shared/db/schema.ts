@@ -3,10 +3,11 @@
  * PostgreSQL server in development and tests). Every tenant-owned table carries
  * `tenant_id` and every query on it filters by the authenticated tenant.
  */
-import { sql } from 'drizzle-orm'
+import { type AnyColumn, sql } from 'drizzle-orm'
 import {
   bigint,
   boolean,
+  check,
   customType,
   index,
   integer,
@@ -28,6 +29,16 @@ export const API_KEY_MODES = ['live', 'test'] as const
 export type ApiKeyMode = (typeof API_KEY_MODES)[number]
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow()
+
+/**
+ * The mode of a resource a credential created (README, "Test and live"): test and live are
+ * separate worlds of a tenant, and every query of such a table filters by tenant and mode.
+ * Rows from before modes were separate were given one by migration 0013 (the creating key's
+ * mode where it is known, else live).
+ */
+const modeColumn = () => text('mode', { enum: API_KEY_MODES }).notNull()
+const modeCheck = (table: string, mode: AnyColumn) =>
+  check(`${table}_mode_check`, sql`${mode} in ('test', 'live')`)
 
 /** Reference data: the plan catalog's ids and display names (limits live in versioned config). */
 export const plans = pgTable('plans', {
@@ -117,13 +128,14 @@ export const feedback = pgTable(
   {
     id: uuid('id').primaryKey().defaultRandom(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     apiKeyId: uuid('api_key_id'),
     subject: text('subject'),
     body: jsonb('body').notNull(),
     requestId: text('request_id').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index('feedback_tenant_idx').on(t.tenantId, t.createdAt)],
+  (t) => [index('feedback_tenant_idx').on(t.tenantId, t.mode, t.createdAt), modeCheck('feedback', t.mode)],
 )
 
 /** Personal memory records: owned by a tenant and a principal (key or user) inside it. */
@@ -132,6 +144,7 @@ export const memories = pgTable(
   {
     id: uuid('id').primaryKey().defaultRandom(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     ownerId: text('owner_id').notNull(),
     content: text('content').notNull(),
     body: jsonb('body').notNull(),
@@ -141,8 +154,9 @@ export const memories = pgTable(
     tsv: tsvector('tsv').notNull().generatedAlwaysAs(sql`to_tsvector('english', "content")`),
   },
   (t) => [
-    index('memories_owner_idx').on(t.tenantId, t.ownerId, t.createdAt),
+    index('memories_owner_idx').on(t.tenantId, t.mode, t.ownerId, t.createdAt),
     index('memories_tsv_idx').using('gin', t.tsv),
+    modeCheck('memories', t.mode),
   ],
 )
 
@@ -150,7 +164,7 @@ export const memories = pgTable(
 // Tenant documents with retrieval (functions/knowledge/src/documents, docs/retrieval.md).
 
 /**
- * One document per tenant and `source`: uploading the same source again replaces it in one
+ * One document per tenant, mode and `source`: uploading the same source again replaces it in one
  * transaction. `content` is kept so a document can be re-chunked and re-embedded.
  */
 export const documents = pgTable(
@@ -158,6 +172,7 @@ export const documents = pgTable(
   {
     id: uuid('id').primaryKey().defaultRandom(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     source: text('source').notNull(),
     content: text('content').notNull(),
     /** Hex SHA-256 of the UTF-8 content: an identical re-upload changes nothing. */
@@ -171,8 +186,9 @@ export const documents = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('documents_tenant_source_idx').on(t.tenantId, t.source),
-    index('documents_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
+    uniqueIndex('documents_tenant_source_idx').on(t.tenantId, t.mode, t.source),
+    index('documents_tenant_created_idx').on(t.tenantId, t.mode, t.createdAt, t.id),
+    modeCheck('documents', t.mode),
   ],
 )
 
@@ -190,6 +206,8 @@ export const documentChunks = pgTable(
       .notNull()
       .references(() => documents.id, { onDelete: 'cascade' }),
     tenantId: tenantRef(),
+    /** The document's mode: retrieval and embedding reuse stay inside one mode. */
+    mode: modeColumn(),
     ordinal: integer('ordinal').notNull(),
     startOffset: integer('start_offset').notNull(),
     endOffset: integer('end_offset').notNull(),
@@ -202,8 +220,9 @@ export const documentChunks = pgTable(
   },
   (t) => [
     index('document_chunks_document_idx').on(t.documentId, t.ordinal),
-    index('document_chunks_tenant_space_idx').on(t.tenantId, t.embeddingSpace, t.textSha256),
+    index('document_chunks_tenant_space_idx').on(t.tenantId, t.mode, t.embeddingSpace, t.textSha256),
     index('document_chunks_tsv_idx').using('gin', t.tsv),
+    modeCheck('document_chunks', t.mode),
   ],
 )
 
@@ -284,14 +303,23 @@ export const refreshTokens = pgTable(
  * MCP clients are installed apps and agents that cannot keep one. Not tenant-owned: a client is
  * the app; which workspace it acts in is decided at each authorization by the person who consents.
  */
-export const oauthClients = pgTable('oauth_clients', {
-  id: text('id').primaryKey(),
-  clientName: text('client_name'),
-  redirectUris: text('redirect_uris').array().notNull(),
-  /** The registration request as accepted (RFC 7591 §3.2.1 echoes it). */
-  metadata: jsonb('metadata').notNull(),
-  createdAt: createdAt(),
-})
+export const oauthClients = pgTable(
+  'oauth_clients',
+  {
+    id: text('id').primaryKey(),
+    clientName: text('client_name'),
+    redirectUris: text('redirect_uris').array().notNull(),
+    /** The registration request as accepted (RFC 7591 §3.2.1 echoes it). */
+    metadata: jsonb('metadata').notNull(),
+    createdAt: createdAt(),
+    /**
+     * When the client first exchanged an authorization code for tokens. A client that has not
+     * within OAUTH_UNUSED_CLIENT_TTL_SECONDS of registering is expired (functions/auth/src/oauth/clients.ts).
+     */
+    authorizedAt: timestamp('authorized_at', { withTimezone: true }),
+  },
+  (t) => [index('oauth_clients_unauthorized_idx').on(t.createdAt).where(sql`${t.authorizedAt} is null`)],
+)
 
 /**
  * Authorization codes (stored as SHA-256): single use, short-lived, bound to the client, the
@@ -479,6 +507,12 @@ export const telemetryIngestions = pgTable(
     /** Who sent it: `token:<id>` (observability token) or the access token's subject. */
     principal: text('principal').notNull(),
     durationMs: integer('duration_ms').notNull(),
+    /**
+     * What the workspace sees of an export the collector took: its first spans, metrics or log
+     * records, at most 4 KiB of JSON (functions/telemetry/src/otlp/export-sample.ts). Null for
+     * exports not forwarded.
+     */
+    sample: jsonb('sample'),
     createdAt: createdAt(),
   },
   (t) => [index('telemetry_ingestions_tenant_time_idx').on(t.tenantId, t.createdAt)],
@@ -539,6 +573,7 @@ export const qpuProviderConnections = pgTable(
   {
     id: uuid('id').primaryKey(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     name: text('name').notNull(),
     kind: text('kind').notNull(),
     baseUrl: text('base_url').notNull(),
@@ -552,20 +587,21 @@ export const qpuProviderConnections = pgTable(
     lastTestError: text('last_test_error'),
   },
   (t) => [
-    uniqueIndex('qpu_provider_connections_name_idx').on(t.tenantId, t.name),
-    index('qpu_provider_connections_tenant_idx').on(t.tenantId, t.createdAt),
+    uniqueIndex('qpu_provider_connections_name_idx').on(t.tenantId, t.mode, t.name),
+    index('qpu_provider_connections_tenant_idx').on(t.tenantId, t.mode, t.createdAt),
+    modeCheck('qpu_provider_connections', t.mode),
   ],
 )
 
 // ---------------------------------------------------------------------------------------------
 // Reasoning jobs: each job lives in its ReasoningJob Durable Object (the state machine and the
 // encrypted content); Postgres holds what spans jobs: the idempotency keys that decide which
-// request creates a job, the per-tenant job index the list pages and the queue limit read (a
+// request creates a job, the job index per tenant and mode the list pages and the queue limit read (a
 // projection the object writes after every change, content never included), and the tenants'
 // wrapped content keys.
 
 /**
- * One row per (tenant, Idempotency-Key): the request it was first used with (hash of the
+ * One row per (tenant, mode, Idempotency-Key): the request it was first used with (hash of the
  * canonical body) and the job that request created. Written under a transaction-scoped advisory
  * lock on the key, so concurrent requests with one key see one row. Kept 24 hours.
  */
@@ -573,6 +609,7 @@ export const reasoningIdempotencyKeys = pgTable(
   'reasoning_idempotency_keys',
   {
     tenantId: tenantRef(),
+    mode: modeColumn(),
     key: text('key').notNull(),
     requestHash: text('request_hash').notNull(),
     jobId: uuid('job_id').notNull(),
@@ -581,8 +618,9 @@ export const reasoningIdempotencyKeys = pgTable(
     createdAt: createdAt(),
   },
   (t) => [
-    primaryKey({ columns: [t.tenantId, t.key] }),
+    primaryKey({ columns: [t.tenantId, t.mode, t.key] }),
     index('reasoning_idempotency_created_idx').on(t.tenantId, t.createdAt),
+    modeCheck('reasoning_idempotency_keys', t.mode),
   ],
 )
 
@@ -596,6 +634,7 @@ export const reasoningJobs = pgTable(
   {
     id: uuid('id').primaryKey(),
     tenantId: tenantRef(),
+    mode: modeColumn(),
     principal: text('principal').notNull(),
     model: text('model').notNull(),
     product: text('product').notNull(),
@@ -606,16 +645,17 @@ export const reasoningJobs = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
   },
   (t) => [
-    index('reasoning_jobs_page_idx').on(t.tenantId, t.createdAt.desc(), t.id.desc()),
-    index('reasoning_jobs_status_idx').on(t.tenantId, t.status),
+    index('reasoning_jobs_page_idx').on(t.tenantId, t.mode, t.createdAt.desc(), t.id.desc()),
+    index('reasoning_jobs_status_idx').on(t.tenantId, t.mode, t.status),
+    modeCheck('reasoning_jobs', t.mode),
   ],
 )
 
 /**
  * The agent run index: one row per run, as its AgentRun object last wrote it (`version` only
- * grows, so a late or repeated write never replaces a newer one). A run is named by tenant,
- * principal and run id (two credentials may pick the same client-chosen run id), so `id` is the
- * row's own key for pages. `tenant_id` has no foreign key on purpose: the object only knows ids,
+ * grows, so a late or repeated write never replaces a newer one). A run is named by tenant, mode,
+ * principal and run id (two credentials, or one person in both modes, may pick the same
+ * client-chosen run id), so `id` is the row's own key for pages. `tenant_id` has no foreign key on purpose: the object only knows ids,
  * and a write it cannot ever complete (an FK refusal) would be retried forever; every read is
  * tenant-scoped, and tenants are never deleted.
  */
@@ -630,9 +670,10 @@ export const agentRuns = pgTable(
     apiKeyId: uuid('api_key_id'),
     /** The person, when the run was started with a user's token (`sub:user:<id>`). */
     userId: uuid('user_id'),
-    testMode: boolean('test_mode').notNull(),
+    /** Test or live: the mode of the credential that started the run. */
+    mode: modeColumn(),
     /** The agent mode of the last turn (manual, plan, edit, auto). */
-    mode: text('mode').notNull(),
+    agentMode: text('agent_mode').notNull(),
     model: text('model').notNull(),
     state: text('state').notNull(),
     turnCount: integer('turn_count').notNull(),
@@ -645,8 +686,9 @@ export const agentRuns = pgTable(
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull(),
   },
   (t) => [
-    uniqueIndex('agent_runs_owner_idx').on(t.tenantId, t.principal, t.runId),
-    index('agent_runs_page_idx').on(t.tenantId, t.createdAt.desc(), t.id.desc()),
-    index('agent_runs_run_idx').on(t.tenantId, t.runId),
+    uniqueIndex('agent_runs_owner_idx').on(t.tenantId, t.mode, t.principal, t.runId),
+    index('agent_runs_page_idx').on(t.tenantId, t.mode, t.createdAt.desc(), t.id.desc()),
+    index('agent_runs_run_idx').on(t.tenantId, t.mode, t.runId),
+    modeCheck('agent_runs', t.mode),
   ],
 )

@@ -1,8 +1,11 @@
 /**
- * The public error body as a schema: the one definition OpenAPI documents (component `Error`) for
- * what `AppError.toResponse()` sends. Every family's routes refer to it through `errorResponse`.
+ * The public error bodies as schemas, for OpenAPI: `Error`, what `AppError.toResponse()` sends,
+ * and `ActionRequiredError`, the spec's body of a refusal by the plan (defined once beside the
+ * upgrade decision, shared/plans/upgrade-decision.ts). Every family's routes document their
+ * refusals with these helpers, so each status of each operation names its body.
  */
 import { z } from '@hono/zod-openapi'
+import { ActionRequiredBodySchema } from '../plans/upgrade-decision'
 
 export const ErrorBodySchema = z
   .object({
@@ -21,4 +24,19 @@ export type ErrorBody = z.infer<typeof ErrorBodySchema>
 export const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: ErrorBodySchema } },
+})
+
+/** An OpenAPI response whose body is the action-required body (`error` and `svc_upgrade`). */
+export const actionRequiredResponse = (description: string) => ({
+  description: `${description} (action-required body: the upgrade decision in svc_upgrade and in error.svc_upgrade)`,
+  content: { 'application/json': { schema: ActionRequiredBodySchema } },
+})
+
+/**
+ * A status a route answers with either body: the action-required one when the plan refuses, the
+ * error body for its other refusals (e.g. 403 for the plan, or for the caller's role).
+ */
+export const actionRequiredOrErrorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: z.union([ActionRequiredBodySchema, ErrorBodySchema]) } },
 })

@@ -6,7 +6,9 @@
  * Public body (OpenAI shape, used on every route family):
  *   {"error":{"message","type","param","code"}}
  * Routes that must answer with the spec's action-required shape (402/403/429 with
- * `svc_upgrade`) pass `extraBody`, which is merged beside `error`.
+ * `svc_upgrade`) pass `extraBody`, which is merged beside `error`. The upgrade decision is also
+ * copied into `error` (the spec leaves `error` free-form): the openai SDK keeps only `body.error`
+ * on its error object, so `err.error.svc_upgrade` is how its users read the decision.
  */
 
 export type ErrorType =
@@ -79,8 +81,15 @@ export class AppError extends Error {
   }
 
   toBody(): Record<string, unknown> {
+    const upgrade = this.extraBody?.svc_upgrade
     return {
-      error: { message: this.message, type: this.type, param: this.param, code: this.code },
+      error: {
+        message: this.message,
+        type: this.type,
+        param: this.param,
+        code: this.code,
+        ...(upgrade === undefined ? {} : { svc_upgrade: upgrade }),
+      },
       ...this.extraBody,
     }
   }

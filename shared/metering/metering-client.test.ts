@@ -16,6 +16,7 @@ import { type MeterGrant, openMeter, resetMeteringClientState } from './metering
 /** A new tenant per test, so a test's leftover flusher never meets the next test's queue. */
 const identity = (): Identity => ({
   tenantId: crypto.randomUUID(),
+  mode: 'live',
   principal: { kind: 'api_key', keyId: 'k1', mode: 'live' },
   role: 'owner',
   planId: 'pro',
@@ -112,51 +113,6 @@ describe('metering client: settle delivery', () => {
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => meter.settle(grant(i), settled)))
     expect(results.every(Boolean)).toBe(true)
     expect(limiter.delivered().sort()).toEqual(Array.from({ length: 20 }, (_, i) => `res-${i}`).sort())
-  })
-
-  it('settles arriving while one is in flight leave together in the next call (group commit), each resolving once stored', async () => {
-    const limiter = new RecordingLimiter()
-    let release: () => void = () => {}
-    limiter.gate = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
-    const first = meter.settle(grant(0), settled)
-    await vi.waitFor(() => expect(limiter.sending).toBe(1))
-    let resolved = 0
-    const rest = Array.from({ length: 30 }, (_, i) =>
-      meter.settle(grant(i + 1), settled).then((ok) => {
-        resolved += 1
-        return ok
-      }),
-    )
-    await new Promise((resolve) => setTimeout(resolve, 10))
-    // Only the first call is in flight; the others wait for it, unanswered.
-    expect(limiter.sending).toBe(1)
-    expect(resolved).toBe(0)
-    release()
-    expect(await first).toBe(true)
-    expect((await Promise.all(rest)).every(Boolean)).toBe(true)
-    expect(limiter.settleCalls.map((call) => call.length)).toEqual([1, 30])
-    expect(limiter.delivered()).toEqual(Array.from({ length: 31 }, (_, i) => `res-${i}`))
-  })
-
-  it('a batch the object refuses is resent one settle at a time', async () => {
-    const limiter = new RecordingLimiter()
-    let release: () => void = () => {}
-    limiter.gate = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    const meter = openMeter(namespaceOf(limiter), identity(), 'chat.completions', { leases: false })
-    const first = meter.settle(grant(0), settled)
-    await vi.waitFor(() => expect(limiter.sending).toBe(1))
-    const rest = Array.from({ length: 4 }, (_, i) => meter.settle(grant(i + 1), settled))
-    limiter.failSettles = 2
-    release()
-    expect(await Promise.all([first, ...rest])).toEqual([true, true, true, true, true])
-    expect(limiter.delivered().sort()).toEqual(['res-0', 'res-1', 'res-2', 'res-3', 'res-4'])
-    // Each failed settle was resent alone.
-    expect(limiter.settleCalls.map((call) => call.length)).toEqual([1, 1, 1, 1, 1])
   })
 
   it('a failed send is retried: every settle is delivered exactly once', async () => {

@@ -20,9 +20,6 @@
  * client never reports usage a crash could lose. A failed call is retried a few times; what still
  * cannot be delivered is logged (`usage_unrecorded`) and reported as not recorded. The object
  * ignores a reservation it already settled, so a resend after a lost answer changes nothing.
- * Settles are group-committed: while one call to the object is in flight, the isolate's other
- * settles for it queue and leave together in the next call (one round trip and one storage commit
- * per batch), so a busy tenant's object is not a serial point of one commit per request.
  *
  * Long requests (streams) report what they have delivered so far with `checkpoint`: the object
  * keeps the last report of each open request and, if the request never settles (its isolate died
@@ -242,76 +239,12 @@ export function resetMeteringClientState(): void {
   nextLeaseSize.clear()
   askingLease.clear()
   returnsByObject.clear()
-  waitingSettles.clear()
-  sendingSettles.clear()
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Tries per settle (the first send and its resends), and the pause before each resend. */
 const SETTLE_RETRY_DELAYS_MS = [0, 50, 250, 1_000]
-
-/** Settles one call carries at most (the object's SettleBatchSchema allows MAX_SETTLE_BATCH). */
-const MAX_SETTLES_PER_CALL = 256
-
-interface WaitingSettle {
-  readonly input: SettleInput
-  readonly resolve: () => void
-  readonly reject: (err: unknown) => void
-}
-
-/**
- * Group commit, per object name: while one settleMany to the object is in flight, the isolate's
- * other settles wait here and leave together in the next call, so N concurrent requests of a tenant
- * cost one round trip and one storage commit per batch instead of N serialized ones (the object
- * handles one event at a time). Every settle still resolves only once the object has stored it.
- */
-const waitingSettles = new Map<string, WaitingSettle[]>()
-/** Object names with a settleMany in flight from this isolate. */
-const sendingSettles = new Set<string>()
-
-function sendInBatches(
-  name: string,
-  object: () => DurableObjectStub<RateLimiterRpc>,
-  input: SettleInput,
-): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    let queue = waitingSettles.get(name)
-    if (!queue) {
-      queue = []
-      waitingSettles.set(name, queue)
-    }
-    queue.push({ input, resolve, reject })
-    if (!sendingSettles.has(name)) void drainSettles(name, object)
-  })
-}
-
-async function drainSettles(name: string, object: () => DurableObjectStub<RateLimiterRpc>): Promise<void> {
-  sendingSettles.add(name)
-  try {
-    for (;;) {
-      const queue = waitingSettles.get(name)
-      if (!queue || queue.length === 0) {
-        waitingSettles.delete(name)
-        return
-      }
-      const batch = queue.splice(0, MAX_SETTLES_PER_CALL)
-      const returns = takeReturns(name)
-      try {
-        await object().settleMany(
-          batch.map((w) => w.input),
-          returns,
-        )
-        for (const waiting of batch) waiting.resolve()
-      } catch (err) {
-        putBackReturns(name, returns)
-        for (const waiting of batch) waiting.reject(err)
-      }
-    }
-  } finally {
-    sendingSettles.delete(name)
-  }
-}
 
 function logUsageUnrecorded(tenantId: string, input: SettleInput, err: unknown): void {
   console.error(
@@ -483,23 +416,14 @@ export function openMeter(
     async settle(grant, usage) {
       const input = settleInput(grant, usage, usage)
       let failure: unknown = null
-      for (const [attempt, delay] of SETTLE_RETRY_DELAYS_MS.entries()) {
+      for (const delay of SETTLE_RETRY_DELAYS_MS) {
         if (delay > 0) await sleep(delay)
+        const returns = takeReturns(name)
         try {
-          if (attempt === 0) {
-            await sendInBatches(name, object, input)
-          } else {
-            // A resend goes alone: one settle the object refuses never holds back the others.
-            const returns = takeReturns(name)
-            try {
-              await object().settleMany([input], returns)
-            } catch (err) {
-              putBackReturns(name, returns)
-              throw err
-            }
-          }
+          await object().settleMany([input], returns)
           return true
         } catch (err) {
+          putBackReturns(name, returns)
           failure = err
         }
       }

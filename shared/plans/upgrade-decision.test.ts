@@ -158,7 +158,7 @@ describe('upgrade decisions', () => {
     expect(actionRequiredError(long, o).headers['retry-after']).toBe('60')
   })
 
-  it('mirrors the key facts in error.message for SDK users, who never see svc_upgrade', async () => {
+  it('mirrors the key facts in error.message, for clients that show only the message', async () => {
     const model = actionRequiredError(decisions.model_access_required!, o)
     expect(model.message).toBe(
       'Model svc-hive is not included in the Free plan. To continue: upgrade to the team plan at https://console.svc.example/billing/plans?plan=team, or contact sales.',
@@ -183,6 +183,29 @@ describe('upgrade decisions', () => {
     const body = (await response.json()) as { error: { code: string }; svc_upgrade: UpgradeDecision }
     expect(body.error.code).toBe('insufficient_credits')
     expect(body.svc_upgrade.actions.map((a) => a.kind)).toEqual(['add_credits', 'upgrade_plan'])
+  })
+
+  it("writes the reset time in the message as ISO 8601 exactly (only a label's first letter is lowered)", () => {
+    const overage = actionRequiredError(decisions.overage_cap_reached!, o)
+    expect(overage.status).toBe(402)
+    expect(overage.message).toContain(`or retry after ${resetsAt}.`)
+    expect(overage.message).toContain('or raise the spend cap')
+    expect(overage.message).not.toMatch(/\d{2}t\d{2}:/)
+  })
+
+  it('carries the decision inside error as well, where the openai SDK keeps it', () => {
+    for (const reason of UPGRADE_REASONS) {
+      const decision = decisions[reason]!
+      const body = actionRequiredError(decision, o).toBody() as {
+        error: { svc_upgrade?: UpgradeDecision; code: string }
+        svc_upgrade: UpgradeDecision
+      }
+      expect(body.svc_upgrade).toEqual(decision)
+      expect(body.error.svc_upgrade).toEqual(decision)
+      expect(body.error.code).toBe(reason)
+    }
+    const plain = new AppError(400, 'invalid_request', 'x').toBody() as { error: Record<string, unknown> }
+    expect(Object.keys(plain.error).sort()).toEqual(['code', 'message', 'param', 'type'])
   })
 
   it('offers actions with honest availability', () => {

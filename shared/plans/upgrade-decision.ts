@@ -8,10 +8,11 @@
  *   429 token_allowance_exhausted, tier_allowance_exhausted (x-should-retry: false),
  *       rate_limited (transient: Retry-After <= 60 s)
  * Every 402/403 also sends `x-should-retry: false`, so the openai SDK does not retry them.
- * The openai SDK drops siblings of `error`, so `error.code` = the reason and `error.message`
- * states the facts (plan, limit, required plan, where to act) for SDK users.
+ * The openai SDK keeps only `body.error` on its error object, so the decision is also carried
+ * inside `error` (`err.error.svc_upgrade`, AppError.toBody), `error.code` = the reason, and
+ * `error.message` states the facts (plan, limit, required plan, where to act) in words.
  */
-import { z } from 'zod'
+import { z } from '@hono/zod-openapi'
 import { AppError, type ErrorType } from '../http/errors'
 import { type BillingPlan, getPlan, type PlanCatalog } from './plan-catalog'
 
@@ -76,6 +77,7 @@ export const BindingLimitSchema = z
     retry_after_seconds: NonNegative.nullable().optional(),
   })
   .strict()
+  .openapi('BindingLimit', { description: 'The limit that decided the refusal' })
 export type BindingLimit = z.infer<typeof BindingLimitSchema>
 
 export const UpgradeActionSchema = z
@@ -87,6 +89,7 @@ export const UpgradeActionSchema = z
     plan_id: z.string().optional(),
   })
   .strict()
+  .openapi('UpgradeAction', { description: 'Something the caller can do to go on' })
 export type UpgradeAction = z.infer<typeof UpgradeActionSchema>
 
 export const UpgradeDecisionSchema = z
@@ -102,12 +105,44 @@ export const UpgradeDecisionSchema = z
     actions: z.array(UpgradeActionSchema),
   })
   .strict()
+  .openapi('UpgradeDecision', {
+    description: `The upgrade decision (\`svc_upgrade\`, schema_version ${UPGRADE_SCHEMA_VERSION}): why the plan refused the request and what the caller can do`,
+  })
 export type UpgradeDecision = z.infer<typeof UpgradeDecisionSchema>
 
-/** The action-required body: `error` and `svc_upgrade` required, extra properties allowed. */
+/** The `error.type` of each reason's refusal (one per status class, as OpenAI's SDK expects). */
+export const ACTION_REQUIRED_ERROR_TYPES = [
+  'permission_error',
+  'insufficient_quota',
+  'rate_limit_error',
+] as const
+type ActionRequiredErrorType = (typeof ACTION_REQUIRED_ERROR_TYPES)[number] & ErrorType
+
+/**
+ * The action-required body (spec: `error` and `svc_upgrade` required, extra properties allowed;
+ * `error` is free-form, and ours is the OpenAI-shaped error with the decision copied inside it).
+ * The one definition: responses render it (AppError.toBody), OpenAPI documents it
+ * (component `ActionRequiredError`).
+ */
 export const ActionRequiredBodySchema = z
-  .object({ error: z.record(z.string(), z.unknown()), svc_upgrade: UpgradeDecisionSchema })
+  .object({
+    error: z
+      .object({
+        message: z.string().openapi({ description: 'The facts and what to do, in words' }),
+        type: z.enum(ACTION_REQUIRED_ERROR_TYPES),
+        param: z.string().nullable().openapi({ description: 'The request field at fault, if any' }),
+        code: z.enum(UPGRADE_REASONS).openapi({ description: 'The reason of the decision' }),
+        svc_upgrade: UpgradeDecisionSchema,
+      })
+      .loose()
+      .openapi({ description: 'The error, with a copy of the decision for clients that keep only `error`' }),
+    svc_upgrade: UpgradeDecisionSchema,
+  })
   .loose()
+  .openapi('ActionRequiredError', {
+    description: 'A refusal by the plan (402, 403, 429): the error and the upgrade decision',
+  })
+export type ActionRequiredBody = z.infer<typeof ActionRequiredBodySchema>
 
 export const UPGRADE_REASON_STATUS: Readonly<Record<UpgradeReason, 402 | 403 | 429>> = {
   model_access_required: 403,
@@ -121,7 +156,7 @@ export const UPGRADE_REASON_STATUS: Readonly<Record<UpgradeReason, 402 | 403 | 4
   rate_limited: 429,
 }
 
-const ERROR_TYPE: Readonly<Record<UpgradeReason, ErrorType>> = {
+const ERROR_TYPE: Readonly<Record<UpgradeReason, ActionRequiredErrorType>> = {
   model_access_required: 'permission_error',
   domain_tier_required: 'permission_error',
   feature_required: 'permission_error',
@@ -240,10 +275,16 @@ function limitFacts(limit: BindingLimit | undefined): string {
   return ` (${limit.used ?? limit.limit} of ${limit.limit} ${limit.unit})`
 }
 
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1)
+}
+
 function nextStep(decision: UpgradeDecision): string {
   const offered = decision.actions.filter((a) => a.available)
   const upgrade = offered.find((a) => a.kind === 'upgrade_plan')
-  const other = offered.filter((a) => a.kind !== 'upgrade_plan').map((a) => a.label.toLowerCase())
+  // Labels start a sentence; mid-sentence only their first letter is lowered (a label may hold an
+  // ISO 8601 time, whose T and Z stay capitals).
+  const other = offered.filter((a) => a.kind !== 'upgrade_plan').map((a) => lowerFirst(a.label))
   const steps = [
     ...(upgrade ? [`upgrade to the ${decision.required_plan} plan at ${upgrade.url}`] : []),
     ...other,

@@ -304,6 +304,7 @@ export const ROUTES: readonly RouteSpec[] = [
 
   // Telemetry: the tenant's retained ingestion results and the receiver's operational status.
   { method: 'GET', path: '/platform/v1/telemetry/ingestions', family: 'telemetry', access: 'credential' },
+  { method: 'GET', path: '/platform/v1/telemetry/recent', family: 'telemetry', access: 'credential' },
   { method: 'GET', path: '/platform/v1/telemetry/status', family: 'telemetry', access: 'credential' },
   // Observability tokens (OTLP ingestion credentials): owners and admins manage them.
   { method: 'GET', path: '/platform/v1/observability-tokens', family: 'telemetry', access: 'credential' },

@@ -8,6 +8,9 @@ import { AppError } from '../http/errors'
 
 export type { Audience }
 
+/** Test or live: the two separate worlds of a workspace (README, "Test and live"). */
+export type Mode = ApiKeyMode
+
 export type Principal =
   | { kind: 'api_key'; keyId: string; mode: ApiKeyMode }
   | {
@@ -33,6 +36,13 @@ export type Principal =
 
 export interface Identity {
   tenantId: string
+  /**
+   * The world the request acts in: an API key's own mode; for a person (a user's access token)
+   * the mode the request chose with `x-svc-mode` (the console sends its test/live switch), live
+   * when it chose none; live for service accounts and observability tokens. Every resource the
+   * request creates belongs to this mode, and it sees only this mode's.
+   */
+  mode: Mode
   principal: Principal
   role: MemberRole
   planId: string
@@ -67,7 +77,22 @@ export function principalId(identity: Identity): string {
 }
 
 export function isTestMode(identity: Identity): boolean {
-  return identity.principal.kind === 'api_key' && identity.principal.mode === 'test'
+  return identity.mode === 'test'
+}
+
+/**
+ * Where a request's resources live: one tenant and one mode. Every query of a resource a
+ * credential creates (documents, memories, feedback, reasoning jobs, agent runs, provider
+ * connections, usage) filters by both, so another mode's resource is as absent as another
+ * tenant's: a 404, never a 403.
+ */
+export interface TenantScope {
+  readonly tenantId: string
+  readonly mode: Mode
+}
+
+export function scopeOf(identity: Identity): TenantScope {
+  return { tenantId: identity.tenantId, mode: identity.mode }
 }
 
 const contexts = new WeakMap<Request, RequestContext>()

@@ -124,7 +124,7 @@ describe(`chat plans: upgrade decisions over HTTP (${stack.kind})`, () => {
       current_plan: c.plan,
       required_plan: c.requiredPlan,
     })
-    // The SDK drops svc_upgrade: the message alone must say what happened and what to do.
+    // Clients that show only the message: it alone must say what happened and what to do.
     expect(String(body.error.message).length).toBeGreaterThan(40)
   })
 

@@ -4,6 +4,7 @@
 import OpenAI, { APIError, PermissionDeniedError, RateLimitError } from 'openai'
 import type { ChatCompletionChunk, ChatCompletionTool } from 'openai/resources/chat/completions'
 import { beforeAll, describe, expect, it } from 'vitest'
+import type { UpgradeDecision } from '../../shared/plans/upgrade-decision.ts'
 import { createWorkspace, stack, tag, upstream, type Workspace } from './chat-fixtures.ts'
 
 const client = (apiKey: string, options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
@@ -217,5 +218,97 @@ describe(`openai SDK: errors (${stack.kind})`, () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1)
     expect(retryAfter).toBeLessThanOrEqual(60)
     expect(apiError.headers?.get('x-ratelimit-remaining-requests')).toBe('0')
+  })
+})
+
+/** What the SDK keeps of a refusal by the plan: `error`, which carries the upgrade decision too. */
+type SdkUpgradeError = APIError<number, Headers, { code: string; svc_upgrade: UpgradeDecision }>
+
+async function sdkRefusal(call: () => Promise<unknown>): Promise<SdkUpgradeError> {
+  const err = await call().then(
+    () => {
+      throw new Error('the request was not refused')
+    },
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(APIError)
+  return err as SdkUpgradeError
+}
+
+describe(`openai SDK: the upgrade decision is readable from the error object (${stack.kind})`, () => {
+  const user = [{ role: 'user' as const, content: 'x' }]
+  const turn = (model: string) => ({
+    protocol: 'svc.code.v1',
+    session_id: 'sdk',
+    run_id: crypto.randomUUID(),
+    turn_id: 'turn-1',
+    model,
+    mode: 'edit',
+    request: 'Say hello',
+    workspace: {},
+    transcript: [],
+    capabilities: {},
+  })
+  // 402: no funded credit left; 403: the model is not in the plan; 429: the allowance is used up.
+  const refusals = [
+    {
+      status: 402,
+      reason: 'insufficient_credits',
+      plan: 'pro',
+      preset: { tokensUsed: 5_000_000, usageCreditsEnabled: true, creditsCents: '0' },
+      model: 'svc-cell',
+    },
+    { status: 403, reason: 'model_access_required', plan: 'free', model: 'svc-hive' },
+    {
+      status: 429,
+      reason: 'token_allowance_exhausted',
+      plan: 'free',
+      preset: { tokensUsed: 200_000 },
+      model: 'svc-cell',
+    },
+  ] as const
+
+  it.each(refusals)('chat completions $status: err.error.svc_upgrade.reason is $reason', async (c) => {
+    const workspace = await createWorkspace(c.plan, 'preset' in c ? c.preset : undefined)
+    const err = await sdkRefusal(() =>
+      client(workspace.liveKey, { maxRetries: 0 }).chat.completions.create({
+        model: c.model,
+        messages: user,
+      }),
+    )
+    expect(err.status).toBe(c.status)
+    expect(err.error.svc_upgrade.reason).toBe(c.reason)
+    expect(err.error.svc_upgrade).toMatchObject({ schema_version: '2026-07-31', current_plan: c.plan })
+    expect(err.code).toBe(c.reason)
+  })
+
+  it.each(refusals)('agent turns $status: err.error.svc_upgrade.reason is $reason', async (c) => {
+    const workspace = await createWorkspace(c.plan, 'preset' in c ? c.preset : undefined)
+    const err = await sdkRefusal(() =>
+      client(workspace.liveKey, { maxRetries: 0 }).post('/code/v1/turns', { body: turn(c.model) }),
+    )
+    expect(err.status).toBe(c.status)
+    expect(err.error.svc_upgrade.reason).toBe(c.reason)
+    expect(err.error.svc_upgrade).toMatchObject({ schema_version: '2026-07-31', current_plan: c.plan })
+  })
+
+  it('the 402 message writes the reset time as ISO 8601 exactly', async () => {
+    const workspace = await createWorkspace('pro', {
+      tokensUsed: 5_000_000,
+      usageCreditsEnabled: true,
+      creditsCents: '1000',
+      overageCents: '5000',
+    })
+    const err = await sdkRefusal(() =>
+      client(workspace.liveKey, { maxRetries: 0 }).chat.completions.create({
+        model: 'svc-cell',
+        messages: user,
+      }),
+    )
+    expect(err.status).toBe(402)
+    expect(err.error.svc_upgrade.reason).toBe('overage_cap_reached')
+    const resetsAt = err.error.svc_upgrade.binding_limit?.resets_at
+    expect(resetsAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/)
+    expect(err.message).toContain(`retry after ${resetsAt}`)
   })
 })

@@ -130,10 +130,15 @@ async function forgedPost(
  * A real agent turn that leaves its run open: the model asks to write a file, and an edit tool
  * waits for the person's approval.
  */
-const startOpenRun = (credential: string, runId: string, sessionId: string) =>
+const startOpenRun = (
+  credential: string,
+  runId: string,
+  sessionId: string,
+  headers: Record<string, string> = {},
+) =>
   fetch(url('/svc/code/v1/turns'), {
     method: 'POST',
-    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json', ...headers },
     body: JSON.stringify({
       protocol: 'svc.code.v1',
       session_id: sessionId,
@@ -658,7 +663,8 @@ describe('console: plans, service accounts, agent runs', () => {
     expect(login.status).toBe(200)
     const { access_token } = (await login.json()) as { access_token: string }
     const runId = crypto.randomUUID()
-    const turn = await startOpenRun(access_token, runId, 'console-e2e')
+    // In test mode, the mode the console shows (its switch is on Test): a live run is not listed there.
+    const turn = await startOpenRun(access_token, runId, 'console-e2e', { 'x-svc-mode': 'test' })
     expect(turn.status, await turn.clone().text()).toBe(200)
     await turn.text()
 
@@ -852,8 +858,9 @@ describe('console: documents, reasoning, telemetry', () => {
     const good = `console lab ${suffix}`
     const bad = `console typo ${suffix}`
     const listed = async () => {
+      // The console's switch is on Test: its connections are the test key's.
       const res = await fetch(url('/svc/quantum-reasoning/provider-connections'), {
-        headers: { authorization: `Bearer ${ws.liveKey}` },
+        headers: { authorization: `Bearer ${ws.testKey}` },
       })
       expect(res.status).toBe(200)
       const text = await res.text()

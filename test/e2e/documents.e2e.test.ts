@@ -106,10 +106,10 @@ describe('documents through the gateway', () => {
     useWebSocketConstructor(WebSocket)
     const database = openDatabase(stack.database, { max: 1 })
     try {
-      // 90 of Pro's 100 documents already stored.
+      // 90 of Pro's 100 live documents already stored (test documents count apart).
       await database.db.execute(sql`
-        insert into documents (tenant_id, source, content, content_sha256, size_bytes, characters, chunk_count)
-        select ${ws.tenantId}::uuid, 'seed-' || n, 'seed', 'x', 4, 4, 0 from generate_series(1, 90) n`)
+        insert into documents (tenant_id, mode, source, content, content_sha256, size_bytes, characters, chunk_count)
+        select ${ws.tenantId}::uuid, 'live', 'seed-' || n, 'seed', 'x', 4, 4, 0 from generate_series(1, 90) n`)
     } finally {
       await database.close()
     }
@@ -137,7 +137,9 @@ describe('documents through the gateway', () => {
     expect((await api(other.liveKey, `/svc/documents/${doc.id}`)).status).toBe(404)
     expect((await api(other.liveKey, `/svc/documents/${doc.id}`, undefined, 'DELETE')).status).toBe(404)
     expect((await retrieve(owner.testKey, 'ZEBRA-7781')).data[0]!.document_id).toBe(doc.id)
-    await json(api(owner.liveKey, `/svc/documents/${doc.id}`, undefined, 'DELETE'))
+    // The workspace's live key is in the other mode: it cannot delete a test document either.
+    expect((await api(owner.liveKey, `/svc/documents/${doc.id}`, undefined, 'DELETE')).status).toBe(404)
+    await json(api(owner.testKey, `/svc/documents/${doc.id}`, undefined, 'DELETE'))
     expect((await retrieve(owner.testKey, 'ZEBRA-7781')).data).toEqual([])
   })
 

@@ -232,7 +232,7 @@ describe(`user login and refresh rotation (${stack.kind})`, () => {
     }
   })
 
-  it('locks an account after 5 failures (429 with Retry-After), even for the right password', async () => {
+  it("locks the stranger's address out of an account after 5 failures (429 with Retry-After, even for the right password); the owner signs in from another address", async () => {
     const email = `throttled-${crypto.randomUUID().slice(0, 8)}@example.test`
     const password = 'correct horse battery staple'
     const database = openDatabase(stack.database, { max: 1 })
@@ -247,14 +247,22 @@ describe(`user login and refresh rotation (${stack.kind})`, () => {
     } finally {
       await database.close()
     }
+    const stranger = { 'cf-connecting-ip': address() }
     for (let i = 0; i < 5; i++) {
-      const res = await post('/auth/login', { email, password: `wrong ${i}` })
+      const res = await post('/auth/login', { email, password: `wrong ${i}` }, stranger)
       expect(res.status).toBe(401)
     }
-    const locked = await post('/auth/login', { email, password })
+    const locked = await post('/auth/login', { email, password }, stranger)
     expect(locked.status).toBe(429)
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(800)
-    expect((await errorOf(locked)).code).toBe('login_throttled')
+    expect(await errorOf(locked)).toMatchObject({
+      code: 'login_throttled',
+      message: expect.stringMatching(
+        /^Too many failed sign-ins to this account from your address; try again in \d+ s\.$/,
+      ),
+    })
+    // The owner, from their own address, is not locked out by a stranger's guesses.
+    expect((await post('/auth/login', { email, password })).status).toBe(200)
   })
 
   it('locks a client address after 20 failures across accounts', async () => {

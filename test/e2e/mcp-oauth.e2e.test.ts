@@ -21,11 +21,15 @@ import {
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import { inArray } from 'drizzle-orm'
 import { decodeJwt } from 'jose'
 import { beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { buildAccessTokenClaims, signAccessToken } from '../../shared/crypto/access-token.ts'
 import { base64urlEncode, utf8 } from '../../shared/crypto/encoding.ts'
 import { importSigningKey, type SigningKey } from '../../shared/crypto/jwk.ts'
+import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
+import { oauthClients } from '../../shared/db/schema.ts'
 import { fileStack } from './file-stack.ts'
 
 const stack = await fileStack({ login: true })
@@ -118,12 +122,16 @@ async function form(pathname: string, body: Record<string, string>) {
   return { status: res.status, body: (await res.json()) as Record<string, string> }
 }
 
-async function register(redirectUris = [REDIRECT]): Promise<string> {
-  const res = await fetch(`${BASE}/oauth/register`, {
+/** A registration from `from` (by default an address of its own: registrations are throttled per address). */
+const registration = (body: unknown, from = address()) =>
+  fetch(`${BASE}/oauth/register`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: 'negative cases', redirect_uris: redirectUris }),
+    headers: { 'content-type': 'application/json', 'cf-connecting-ip': from },
+    body: JSON.stringify(body),
   })
+
+async function register(redirectUris = [REDIRECT]): Promise<string> {
+  const res = await registration({ client_name: 'negative cases', redirect_uris: redirectUris })
   expect(res.status).toBe(201)
   return ((await res.json()) as { client_id: string }).client_id
 }
@@ -330,11 +338,7 @@ describe(`OAuth negative cases, each with its RFC's error (${stack.kind})`, () =
     expect(mismatch).toMatchObject({ status: 400, body: { error: 'invalid_grant' } })
     // Registration refuses redirect URIs an attacker could use.
     for (const bad of ['http://evil.example/cb', 'javascript:alert(1)', 'https://ok.example/cb#frag']) {
-      const res = await fetch(`${BASE}/oauth/register`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ redirect_uris: [bad] }),
-      })
+      const res = await registration({ redirect_uris: [bad] })
       expect(res.status).toBe(400)
       expect(((await res.json()) as { error: string }).error).toBe('invalid_redirect_uri')
     }
@@ -479,5 +483,66 @@ describe(`OAuth negative cases, each with its RFC's error (${stack.kind})`, () =
     const denied = await post({ password: '', decision: 'deny' })
     expect(denied.status).toBe(302)
     expect(new URL(denied.headers.get('location')!).searchParams.get('error')).toBe('access_denied')
+  })
+
+  it("five wrong passwords at the consent page lock the stranger's address out of the account, not its owner", async () => {
+    const clientId = await register()
+    const { challenge } = await pkce()
+    const params = Object.fromEntries(
+      new URL(authorizeUrl({ client_id: clientId, code_challenge: challenge })).searchParams,
+    )
+    const stranger = address()
+    const answer = (password: string, from: string) =>
+      fetch(`${BASE}/oauth/authorize`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'cf-connecting-ip': from },
+        body: new URLSearchParams({
+          ...params,
+          email: owner.ownerEmail,
+          password,
+          tenant_id: stack.tenantA.id,
+          decision: 'allow',
+        }),
+      })
+    for (let i = 0; i < 5; i++) expect((await answer(`guess ${i}`, stranger)).status).toBe(401)
+    const locked = await answer(owner.ownerPassword, stranger)
+    expect(locked.status).toBe(429)
+    expect(await locked.text()).toContain('Too many failed sign-ins to this account from your address')
+    const ownerAnswer = await answer(owner.ownerPassword, address())
+    expect(ownerAnswer.status).toBe(302)
+    expect(new URL(ownerAnswer.headers.get('location')!).searchParams.get('code')).toBeTruthy()
+  })
+
+  it('registration is throttled per address: the 11th within the hour is 429 with Retry-After, another address still registers', async () => {
+    const from = address()
+    const body = { client_name: 'flood', redirect_uris: [REDIRECT] }
+    for (let i = 0; i < 10; i++) expect((await registration(body, from)).status).toBe(201)
+    const throttled = await registration(body, from)
+    expect(throttled.status).toBe(429)
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(3000)
+    expect(((await throttled.json()) as { error: string }).error).toBe('registration_throttled')
+    expect((await registration(body)).status).toBe(201)
+  })
+
+  it('a client is marked authorized when it exchanges its first code (it never expires); one that only registered is not', async () => {
+    const idle = await register()
+    const clientId = await register()
+    const { code, verifier } = await authorizationCode(clientId)
+    expect((await exchange(clientId, code, verifier)).status).toBe(200)
+    useWebSocketConstructor(WebSocket)
+    const database = openDatabase(stack.database, { max: 1 })
+    try {
+      const rows = await database.db
+        .select({ id: oauthClients.id, authorizedAt: oauthClients.authorizedAt })
+        .from(oauthClients)
+        .where(inArray(oauthClients.id, [idle, clientId]))
+      expect(Object.fromEntries(rows.map((r) => [r.id, r.authorizedAt !== null]))).toEqual({
+        [idle]: false,
+        [clientId]: true,
+      })
+    } finally {
+      await database.close()
+    }
   })
 })

@@ -214,8 +214,8 @@ describe(`reasoning jobs: pages and tenancy (${stack.kind})`, () => {
         const created = new Date(base - i * 1_000).toISOString()
         const { prompt: _p, result: _r, candidates: _c, ...record } = real
         await db.execute(sql`
-          insert into reasoning_jobs (id, tenant_id, principal, model, product, status, record, record_version, created_at, updated_at)
-          values (${id}::uuid, ${ws.tenantId}::uuid, 'key:fixture', 'svc-hive', 'simulation_cloud', 'completed',
+          insert into reasoning_jobs (id, tenant_id, mode, principal, model, product, status, record, record_version, created_at, updated_at)
+          values (${id}::uuid, ${ws.tenantId}::uuid, 'test', 'key:fixture', 'svc-hive', 'simulation_cloud', 'completed',
             ${JSON.stringify({ ...record, id, created_at: created })}::jsonb, 1, ${created}::timestamptz, ${created}::timestamptz)`)
       }
     })

@@ -34,7 +34,14 @@ export interface StackFixture {
   fakes: Record<string, Record<string, unknown>>
   /** The running stack's database (through its bridge), for creating fixtures in tests. */
   database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string }
+  /**
+   * The gateway's credential cache TTL (API_KEY_CACHE_TTL_SECONDS) on this stack: how long a
+   * revocation may take to reach every isolate, short so that tests wait for it instead of 30 s.
+   */
+  credentialCacheTtlSeconds: number
 }
+
+const CREDENTIAL_CACHE_TTL_SECONDS = 1
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -121,6 +128,7 @@ async function startStack(kind: Kind): Promise<{ fixture: StackFixture; stop(): 
     QPU_REDRIVE_SECONDS: '5',
     QPU_RECONCILE_GRACE_SECONDS: '1',
     QPU_POLL_INTERVAL_SECONDS: '1',
+    API_KEY_CACHE_TTL_SECONDS: String(CREDENTIAL_CACHE_TTL_SECONDS),
   }
   const stack = await launchStack({
     dataDir,
@@ -140,6 +148,7 @@ async function startStack(kind: Kind): Promise<{ fixture: StackFixture; stop(): 
     },
     fakes,
     database: stack.database,
+    credentialCacheTtlSeconds: CREDENTIAL_CACHE_TTL_SECONDS,
   }
   return {
     fixture,

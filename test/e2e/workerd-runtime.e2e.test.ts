@@ -6,7 +6,7 @@
  * the code worker binds from the chat worker, and SQLite-backed Durable Objects on disk.
  * Runs once, on PGlite (vitest.config.ts): the database it uses is its own either way.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
@@ -64,6 +64,39 @@ describe.skipIf(fixture.kind !== 'pglite')('the stack on plain workerd (runtime 
     const text = await streamed.text()
     expect(text).toContain('"object":"chat.completion.chunk"')
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true)
+  })
+
+  it('takes an OTLP export into the local collector when no OTLP_COLLECTOR_URL is given', async () => {
+    expect(stack!.telemetry).toEqual({
+      collector: 'local',
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+      dir: path.join(dataDir, 'telemetry'),
+    })
+    const issued = await fetch(url('/auth/service-token'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_id: stack!.credentials.serviceAccountId,
+        client_secret: stack!.credentials.serviceAccountSecret,
+        audience: 'internal-service',
+      }),
+    })
+    expect(issued.status, await issued.clone().text()).toBe(200)
+    const { access_token } = (await issued.json()) as { access_token: string }
+    const exported = await fetch(url('/otlp/v1/logs'), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${access_token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'on workerd' } }] }] }],
+      }),
+    })
+    expect(exported.status, await exported.clone().text()).toBe(200)
+    const [line] = readFileSync(path.join(dataDir, 'telemetry', 'logs.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+    expect(JSON.parse(line!)).toMatchObject({
+      resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'on workerd' } }] }] }],
+    })
   })
 
   it('runs an agent turn in an AgentRun object of the code worker and keeps it on disk', async () => {

@@ -187,6 +187,31 @@ describe('faults', () => {
     expect(found?.id).toBe(created[0]!.id)
     expect(await ionq.findByMetadata(meta('never-submitted'), fake.now() - 60_000)).toBeNull()
   })
+  it('an answer that decodes past 8 MiB (a gzip bomb) is refused without inflating it', async () => {
+    const job = await ionq.submit({
+      name: 'b',
+      circuit: bell,
+      target: 'simulator',
+      shots: 10,
+      metadata: meta('f6'),
+    })
+    fake.script({
+      match: { method: 'GET' },
+      fault: { kind: 'gzip_bomb', inflatedBytes: 4 * 1024 ** 3 },
+      times: 1,
+    })
+    const before = process.memoryUsage().rss
+    const started = performance.now()
+    const error = await ionq.get(job.id).catch((err: unknown) => err)
+    expect(error).toBeInstanceOf(QpuProviderError)
+    expect((error as QpuProviderError).kind).toBe('retryable')
+    expect((error as QpuProviderError).message).toMatch(/more than 8 MiB/)
+    // 4 GiB inflated whole takes seconds and gigabytes; capped, the read stops after 8 MiB.
+    expect(performance.now() - started).toBeLessThan(2000)
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024)
+    expect((await ionq.get(job.id)).id).toBe(job.id)
+  })
+
   it('a dropped connection on a read is retryable', async () => {
     fake.script({ match: { method: 'GET' }, fault: { kind: 'drop' }, times: 1 })
     expect(await kind(ionq.verify())).toBe('retryable')

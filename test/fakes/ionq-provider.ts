@@ -20,7 +20,8 @@
  *   dropped before anything happened or right after the job was created, and job outcomes: `failed`
  *   with a `failure.code`, a QPU target silently run on the simulator (the job record then says
  *   `target: "simulator"`), the quota exhausted (failed with `QuotaExhaustedError`), readout decay
- *   (each measured 1 read as 0 with probability p, as amplitude damping does on hardware).
+ *   (each measured 1 read as 0 with probability p, as amplitude damping does on hardware), and a
+ *   gzip bomb (a 200 whose gzip body inflates to gigabytes).
  * - Keys can have a job quota (`quotaJobs`): jobs beyond it fail with `QuotaExhaustedError`, and a
  *   queue wait (`queueMs`) before their jobs start.
  * - `GET /jobs` pages a key's own jobs newest first (`limit`, `next`, `status`): the lookup by our
@@ -33,6 +34,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import { CircuitError, parseCircuit } from '../../shared/quantum/ionq-circuit.ts'
 import { SeededRandom, sampleShots } from '../../shared/quantum/shot-sampler.ts'
 import { probabilityMap, SimulatorLimitError, simulateCircuit } from '../../shared/quantum/statevector.ts'
+import { zeroBomb } from '../support/zero-bomb.ts'
 
 export const IONQ_TARGETS: Readonly<Record<string, number>> = {
   simulator: 29,
@@ -54,6 +56,8 @@ export type IonqFault =
   | { readonly kind: 'run_on_simulator' }
   | { readonly kind: 'quota_exhausted' }
   | { readonly kind: 'readout_decay'; readonly probability: number }
+  /** A 200 whose body is `inflatedBytes` of zeros, gzip-encoded (a multiple of 16 MiB; ~1/1000 on the wire). */
+  | { readonly kind: 'gzip_bomb'; readonly inflatedBytes: number }
 
 export interface IonqRule {
   readonly match: {
@@ -420,6 +424,22 @@ export async function startFakeIonq(options: FakeIonqOptions = {}): Promise<Fake
     try {
       if (fault?.kind === 'drop') {
         req.socket.destroy()
+        return
+      }
+      if (fault?.kind === 'gzip_bomb') {
+        const bomb = zeroBomb(fault.inflatedBytes, 'gzip')
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-encoding': 'gzip',
+          'content-length': String(bomb.length),
+        })
+        ;(async () => {
+          for (const piece of bomb.pieces()) {
+            if (res.destroyed) return
+            if (!res.write(piece)) await new Promise((resolve) => res.once('drain', resolve))
+          }
+          res.end()
+        })().catch(() => {})
         return
       }
       if (fault?.kind === 'status') {

@@ -15,7 +15,7 @@ export type FamilyWorkerClass<Env> = new (ctx: ExecutionContext, env: Env) => Fa
 
 export interface FamilyCall {
   method?: string
-  /** JSON-encoded unless it is a string (sent as it is). */
+  /** JSON-encoded unless it is a string or bytes (sent as they are, bytes as a stream). */
   body?: unknown
   headers?: HeaderMap
   /** The verified caller; null on public routes. */
@@ -23,6 +23,12 @@ export interface FamilyCall {
   maxBodyBytes?: number
   baseUrl?: string
   requestId?: string
+}
+
+function forwardedBody(body: unknown): ForwardedRequest['body'] {
+  if (typeof body === 'string') return body
+  if (body instanceof Uint8Array) return new Response(body).body
+  return JSON.stringify(body)
 }
 
 export async function callFamily<Env>(
@@ -38,7 +44,7 @@ export async function callFamily<Env>(
     url: url.href,
     path: url.pathname,
     headers: { ...(hasBody ? { 'content-type': 'application/json' } : {}), ...call.headers },
-    body: hasBody ? (typeof call.body === 'string' ? call.body : JSON.stringify(call.body)) : null,
+    body: hasBody ? forwardedBody(call.body) : null,
     context: {
       requestId: call.requestId ?? `req_${crypto.randomUUID().replaceAll('-', '')}`,
       identity: call.identity ?? null,
@@ -57,14 +63,21 @@ export async function callFamily<Env>(
 /** An API-key caller (live mode, owner of a fresh tenant unless told otherwise). */
 export function apiKeyIdentity(overrides: Partial<Identity> & { keyId?: string } = {}): Identity {
   const { keyId, ...rest } = overrides
-  return {
+  const identity = {
     tenantId: crypto.randomUUID(),
-    principal: { kind: 'api_key', keyId: keyId ?? crypto.randomUUID(), mode: 'live' },
-    role: 'owner',
+    principal: {
+      kind: 'api_key',
+      keyId: keyId ?? crypto.randomUUID(),
+      mode: 'live',
+    } as Identity['principal'],
+    role: 'owner' as const,
     planId: 'pro',
     scopes: [],
     ...rest,
   }
+  // An API key acts in its own mode (the gateway's rule): a test key given here is a test-mode caller.
+  const mode = rest.mode ?? (identity.principal.kind === 'api_key' ? identity.principal.mode : 'live')
+  return { ...identity, mode }
 }
 
 /** The OpenAI-shaped error body every family answers with. */

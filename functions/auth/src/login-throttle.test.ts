@@ -12,11 +12,12 @@ describe('login throttling', () => {
     expect(clientAddress(req({}))).toBe('unknown')
   })
 
-  it('counts per account (case-insensitive email) and per address with the configured limits', () => {
-    const settings = authSettings({ AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT: '3' })
+  it('counts per (account, address) with a per-account backstop and per address, with the configured limits', () => {
+    const settings = authSettings({ AUTH_LOGIN_MAX_FAILURES_PER_ACCOUNT: '300' })
     expect(loginThrottleKeys(' Owner@Example.TEST ', '203.0.113.7', settings)).toEqual([
-      { key: 'account:owner@example.test', limit: 3 },
-      { key: 'address:203.0.113.7', limit: 20 },
+      { key: 'account-address:owner@example.test 203.0.113.7', limit: 5, scope: 'account_address' },
+      { key: 'account:owner@example.test', limit: 300, scope: 'account' },
+      { key: 'address:203.0.113.7', limit: 20, scope: 'address' },
     ])
   })
 
@@ -38,10 +39,14 @@ describe('login throttling', () => {
       issuer: 'svc',
       accessTokenTtlSeconds: 900,
       refreshTokenTtlSeconds: 2_592_000,
-      maxFailuresPerAccount: 5,
+      maxFailuresPerAccountAddress: 5,
+      maxFailuresPerAccount: 100,
       maxFailuresPerAddress: 20,
       windowSeconds: 900,
       lockoutSeconds: 900,
+      registrationsPerAddress: 10,
+      registrationWindowSeconds: 3600,
+      unusedClientTtlSeconds: 86_400,
     })
   })
 })

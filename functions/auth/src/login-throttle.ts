@@ -1,12 +1,20 @@
 /**
- * Failed-credential throttling in `login_throttle`: one counter per account (`account:<email>`,
- * `client:<service account id>`) and one per client address (`address:<ip>`). Failures are counted
- * in a window (AUTH_LOGIN_WINDOW_SECONDS); reaching the limit locks the key for
+ * Failed-credential throttling in `login_throttle`. Each attempt counts on three keys:
+ *
+ * - the account from this address (`account-address:<email> <ip>`, service tokens
+ *   `client-address:<id> <ip>`): 5 failures lock that address out of that account. A stranger who
+ *   guesses wrong locks their own address, not the owner, who still signs in from theirs;
+ * - the account from everywhere (`account:<email>`, `client:<id>`): a much higher backstop (100)
+ *   against guesses spread over many addresses, which then does lock the account for everyone;
+ * - the address over all accounts (`address:<ip>`): 20 failures lock the address (password spraying).
+ *
+ * Failures are counted in a window (AUTH_LOGIN_WINDOW_SECONDS); reaching a key's limit locks it for
  * AUTH_LOGIN_LOCKOUT_SECONDS. While any key of an attempt is locked the attempt is answered 429
  * with Retry-After, before the password is looked at, so a correct password during a lockout
  * reveals nothing. Unknown accounts are counted like known ones (no enumeration through lockouts).
- * A success clears the account counter, never the address counter (an attacker who owns one
- * account must not be able to reset the count of the address they guess from).
+ * A success clears the account-from-this-address counter only: never the address counter (an
+ * attacker who owns one account must not reset the count of the address they guess from), nor the
+ * backstop (the owner signing in must not hand a distributed guesser a fresh allowance).
  *
  * Client address: `CF-Connecting-IP` (set by Cloudflare's edge, which overwrites any client value),
  * else the first `X-Forwarded-For` entry (local runs, other proxies), else `unknown`.
@@ -17,9 +25,13 @@ import { loginThrottle } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { AuthSettings } from './auth.context'
 
+/** What a key counts failures of (the 429 says which one locked). */
+type ThrottleScope = 'account_address' | 'account' | 'address'
+
 export interface ThrottleKey {
   key: string
   limit: number
+  scope: ThrottleScope
 }
 
 export function clientAddress(request: Request): string {
@@ -29,18 +41,36 @@ export function clientAddress(request: Request): string {
   return forwarded ? forwarded.toLowerCase() : 'unknown'
 }
 
-export function loginThrottleKeys(email: string, address: string, settings: AuthSettings): ThrottleKey[] {
+/** The keys of one attempt on `account` (`account:<email>` or `client:<id>`) from `address`. */
+function throttleKeys(
+  kind: 'account' | 'client',
+  account: string,
+  address: string,
+  settings: AuthSettings,
+): ThrottleKey[] {
   return [
-    { key: `account:${email.trim().toLowerCase()}`, limit: settings.maxFailuresPerAccount },
-    { key: `address:${address}`, limit: settings.maxFailuresPerAddress },
+    {
+      key: `${kind}-address:${account} ${address}`,
+      limit: settings.maxFailuresPerAccountAddress,
+      scope: 'account_address',
+    },
+    { key: `${kind}:${account}`, limit: settings.maxFailuresPerAccount, scope: 'account' },
+    { key: `address:${address}`, limit: settings.maxFailuresPerAddress, scope: 'address' },
   ]
 }
 
+export function loginThrottleKeys(email: string, address: string, settings: AuthSettings): ThrottleKey[] {
+  return throttleKeys('account', email.trim().toLowerCase(), address, settings)
+}
+
 export function clientThrottleKeys(clientId: string, address: string, settings: AuthSettings): ThrottleKey[] {
-  return [
-    { key: `client:${clientId.toLowerCase()}`, limit: settings.maxFailuresPerAccount },
-    { key: `address:${address}`, limit: settings.maxFailuresPerAddress },
-  ]
+  return throttleKeys('client', clientId.toLowerCase(), address, settings)
+}
+
+const LOCKED_MESSAGES: Record<ThrottleScope, string> = {
+  account_address: 'Too many failed sign-ins to this account from your address',
+  account: 'Too many failed sign-ins to this account from many addresses; it is locked for everyone',
+  address: 'Too many failed sign-ins from your address',
 }
 
 /** Seconds until the latest lock among the rows ends, or 0 when none is locked. */
@@ -50,8 +80,9 @@ export function lockedForSeconds(rows: readonly { lockedUntil: Date | null }[], 
 }
 
 /**
- * 429 `login_throttled` when any key is locked; otherwise the keys that have a counter (so a
- * success clears only a counter that exists, and the common case costs one query).
+ * 429 `login_throttled` when any key is locked, saying which (the message) and until when
+ * (Retry-After); otherwise the keys that have a counter (so a success clears only a counter that
+ * exists, and the common case costs one query).
  */
 export async function assertNotThrottled(
   db: Drizzle,
@@ -69,12 +100,14 @@ export async function assertNotThrottled(
     )
   const seconds = lockedForSeconds(rows, now)
   if (seconds > 0) {
-    throw new AppError(
-      429,
-      'login_throttled',
-      `Too many failed attempts for this account or from this address; try again in ${seconds} s.`,
-      { headers: { 'retry-after': String(seconds) } },
+    // The lock that ends last is the one the person waits for.
+    const last = rows.reduce((a, b) =>
+      (b.lockedUntil?.getTime() ?? 0) > (a.lockedUntil?.getTime() ?? 0) ? b : a,
     )
+    const scope = keys.find((k) => k.key === last.key)?.scope ?? 'address'
+    throw new AppError(429, 'login_throttled', `${LOCKED_MESSAGES[scope]}; try again in ${seconds} s.`, {
+      headers: { 'retry-after': String(seconds) },
+    })
   }
   return new Set(rows.map((r) => r.key))
 }
@@ -104,7 +137,8 @@ export async function recordFailure(
   }
 }
 
-/** A success clears the account's counter (not the address's). */
-export async function clearAccount(db: Drizzle, key: ThrottleKey): Promise<void> {
-  await db.delete(loginThrottle).where(sql`${loginThrottle.key} = ${key.key}`)
+/** A success clears the count of the account from this address (neither the backstop nor the address's). */
+export async function clearAccount(db: Drizzle, keys: readonly ThrottleKey[]): Promise<void> {
+  const key = keys.find((k) => k.scope === 'account_address')
+  if (key) await db.delete(loginThrottle).where(sql`${loginThrottle.key} = ${key.key}`)
 }

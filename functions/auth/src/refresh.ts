@@ -20,7 +20,7 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       tags: ['Auth'],
       summary: 'Rotate tokens: a refresh token for a new access token and refresh token (public)',
       description:
-        'Each refresh token works once. Presenting one that was already used revokes the whole login session (every refresh token descended from that login), per the OAuth 2.0 Security BCP (RFC 9700 §4.14.2).',
+        'Each refresh token works once. Presenting one that was already used revokes the whole login session (every refresh token descended from that login at once, and every access token issued from it, which names it in `sid`, everywhere within API_KEY_CACHE_TTL_SECONDS: 401 token_revoked), per the OAuth 2.0 Security BCP (RFC 9700 §4.14.2).',
       request: {
         body: { required: true, content: { 'application/json': { schema: RefreshRequestSchema } } },
       },
@@ -28,6 +28,9 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
         200: { description: 'Rotated', content: { 'application/json': { schema: UserTokenResponseSchema } } },
         401: errorResponse(
           'refresh_token_invalid, refresh_token_expired, refresh_token_revoked, or refresh_token_reused (the session is now revoked)',
+        ),
+        503: errorResponse(
+          'identity_store_unavailable, or no signing key can issue the token; retry shortly',
         ),
       },
     }),
@@ -73,6 +76,7 @@ export function refreshRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           tenantId: rotated.tenantId,
           sub: userSubject(rotated.userId),
           aud: 'platform',
+          sessionId: rotated.familyId,
           ...(body.alg ? { alg: body.alg } : {}),
           requestId: c.get('request').requestId,
           method: c.req.method,

@@ -40,7 +40,7 @@ export function serviceTokenRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       tags: ['Auth'],
       summary: 'Exchange a service account id and secret for an access token (public)',
       description:
-        'OAuth 2.0 client credentials in JSON. The token carries `sub` = `sa:<service account id>`, `aud` = the requested audience (internal-service or external-api, as the account allows), `tenant_id`, `iss`, `iat`, `exp`, `jti`. Failed attempts are throttled per client id and per address like logins.',
+        'OAuth 2.0 client credentials in JSON. The token carries `sub` = `sa:<service account id>`, `aud` = the requested audience (internal-service or external-api, as the account allows), `tenant_id`, `iss`, `iat`, `exp`, `jti`. Failed attempts are throttled like logins: per (client id, address), with a per-client-id backstop and a per-address limit.',
       request: {
         body: { required: true, content: { 'application/json': { schema: ServiceTokenRequestSchema } } },
       },
@@ -74,7 +74,7 @@ export function serviceTokenRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           await recordFailure(db, keys, settings)
           throw invalidClient()
         }
-        if (throttled.has(keys[0]!.key)) await clearAccount(db, keys[0]!)
+        if (throttled.has(keys[0]!.key)) await clearAccount(db, keys)
         if (account.revokedAt) {
           throw new AppError(
             401,

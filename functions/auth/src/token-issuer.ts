@@ -72,6 +72,11 @@ export interface IssueRequest {
    * client, and the grant it was issued by.
    */
   oauth?: { resource: string; scope: string; clientId: string; grant: 'authorization_code' | 'refresh_token' }
+  /**
+   * The refresh-token family (login session or OAuth authorization) the token is issued from: its
+   * `sid` claim, by which the gateway refuses the token once the family is revoked.
+   */
+  sessionId?: string
   /** The algorithm the caller asked for, if any. */
   alg?: JwsAlgorithm
   /** For violation records. */
@@ -146,6 +151,7 @@ export async function issueAccessToken(
     ttlSeconds: settings.accessTokenTtlSeconds,
     tenantId: request.tenantId,
     ...(oauth ? { scope: oauth.scope, clientId: oauth.clientId } : {}),
+    ...(request.sessionId ? { sessionId: request.sessionId } : {}),
   })
   const accessToken = await signAccessToken(claims, key)
   await recordSigningKeys(env, ring)

@@ -1,8 +1,9 @@
 /**
  * A person proving who they are with email and password: POST /auth/login and the OAuth
- * authorization page (oauth/authorize.ts) both go through here, so both have the same throttling
- * (per account and per client address, login-throttle.ts), the same constant-cost check for
- * unknown emails, and the same rehash of an outdated password hash.
+ * authorization page (oauth/oauth-routes.ts) both go through here, so both have the same
+ * throttling (per account and client address, with per-account and per-address backstops,
+ * login-throttle.ts), the same constant-cost check for unknown emails, and the same rehash of an
+ * outdated password hash.
  */
 import { eq, sql } from 'drizzle-orm'
 import { hashPassword, needsRehash } from '../../../shared/crypto'
@@ -43,7 +44,7 @@ export async function authenticateUser(
     await recordFailure(db, keys, settings)
     throw new AppError(401, 'invalid_credentials', 'The email or password is wrong.')
   }
-  if (counted.has(keys[0]!.key)) await clearAccount(db, keys[0]!)
+  if (counted.has(keys[0]!.key)) await clearAccount(db, keys)
   if (user.passwordHash && needsRehash(user.passwordHash)) {
     const fresh = await hashPassword(credentials.password)
     await db.update(users).set({ passwordHash: fresh }).where(eq(users.id, user.id))

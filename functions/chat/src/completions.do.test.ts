@@ -15,6 +15,7 @@ const chatEnv = env as unknown as ChatEnv
 function identity(mode: 'live' | 'test', planId = 'pro'): Identity {
   return {
     tenantId: crypto.randomUUID(),
+    mode,
     principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode },
     role: 'owner',
     planId,

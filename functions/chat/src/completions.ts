@@ -22,7 +22,7 @@ import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createRoute } from '@hono/zod-openapi'
 import { z } from 'zod'
 import type { ModelAlias } from '../../../shared/catalog/model-aliases'
-import { errorResponse } from '../../../shared/http/error-body'
+import { actionRequiredResponse, errorResponse } from '../../../shared/http/error-body'
 import { AppError, toAppError } from '../../../shared/http/errors'
 import { type MeterGrant, openMeter } from '../../../shared/metering/metering-client'
 import {
@@ -293,14 +293,24 @@ export function completionRoutes(app: OpenAPIHono<FamilyEnv<ChatEnv>>): void {
             'text/event-stream': { schema: z.string() },
           },
         },
-        400: errorResponse('Invalid request'),
-        402: { description: 'Insufficient funded usage credit (action-required body with svc_upgrade)' },
-        403: {
-          description: 'Model, feature or context size not included in the plan (action-required body)',
-        },
-        429: { description: 'Allowance or rate limit reached (action-required body)' },
-        502: { description: 'Every configured model provider failed' },
-        503: { description: 'No model provider configured for the alias, or metering unavailable' },
+        400: errorResponse(
+          'invalid_request_body naming the field and the rule; or the model provider rejected the request (its code and message passed through)',
+        ),
+        402: actionRequiredResponse(
+          'insufficient_credits or overage_cap_reached: no funded usage credit left',
+        ),
+        403: actionRequiredResponse(
+          'model_access_required, feature_required or context_limit_reached: the plan does not include the model, capability or context size',
+        ),
+        413: errorResponse('The model provider refused the request as too large'),
+        422: errorResponse('The model provider rejected the request (its code and message passed through)'),
+        429: actionRequiredResponse(
+          'token_allowance_exhausted or tier_allowance_exhausted (x-should-retry: false), or rate_limited (retry after Retry-After)',
+        ),
+        502: errorResponse('upstream_unavailable: every configured model provider failed'),
+        503: errorResponse(
+          'provider_not_configured for the alias (live keys), metering_unavailable, or the plan catalog is invalid',
+        ),
       },
     }),
   )

@@ -36,7 +36,10 @@ export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
       request: { params: RunIdParamSchema },
       responses: {
         200: { description: 'The run', content: { 'application/json': { schema: RunStatusSchema } } },
+        400: errorResponse('invalid_run_id: runId is not a UUID'),
+        403: errorResponse('insufficient_scope: the credential lacks agents:write'),
         404: errorResponse('No such run for this account'),
+        503: errorResponse('run_store_unavailable: the durable run store cannot be reached; retry'),
       },
     }),
   )
@@ -55,8 +58,11 @@ export function runRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
       request: { params: RunIdParamSchema },
       responses: {
         200: { description: 'Cancelled', content: { 'application/json': { schema: RunStatusSchema } } },
+        400: errorResponse('invalid_run_id: runId is not a UUID'),
+        403: errorResponse('insufficient_scope: the credential lacks agents:write'),
         404: errorResponse('No such run for this account'),
         409: errorResponse('The run is already terminal'),
+        503: errorResponse('run_store_unavailable: the durable run store cannot be reached; retry'),
       },
     }),
   )

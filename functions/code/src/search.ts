@@ -13,6 +13,7 @@ import {
   WebSearchRequestSchema,
   WebSearchResponseSchema,
 } from '../../../durable-objects/agent-run/web-search/search.schemas'
+import { actionRequiredResponse, errorResponse } from '../../../shared/http/error-body'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { CodeEnv } from './code.context'
 import { callerOf, requireFeature } from './turns'
@@ -29,6 +30,16 @@ export function searchRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
       },
       responses: {
         200: { description: 'Results', content: { 'application/json': { schema: WebSearchResponseSchema } } },
+        400: errorResponse('The query is missing or invalid (the message names the field and the rule)'),
+        402: actionRequiredResponse('insufficient_credits or overage_cap_reached'),
+        403: actionRequiredResponse(
+          'feature_required: the plan does not include web search; insufficient_scope (error body) for a credential without agents:write',
+        ),
+        429: actionRequiredResponse(
+          "tier_allowance_exhausted (the month's searches) or rate_limited (retry after Retry-After)",
+        ),
+        502: errorResponse('Every configured search provider failed (each named with how, in failures)'),
+        503: errorResponse('No search provider is configured, or usage limits cannot be checked'),
       },
     }),
   )

@@ -11,6 +11,7 @@
  * built-in test-mode transcriber, rate limited and recorded, never billed.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
+import { actionRequiredResponse, errorResponse } from '../../../shared/http/error-body'
 import { meterToolCall, openMeter } from '../../../shared/metering'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { isTestMode } from '../../../shared/worker/request-context'
@@ -56,6 +57,18 @@ export function transcribeRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
           description: 'Transcript',
           content: { 'application/json': { schema: TranscriptionResultSchema } },
         },
+        400: errorResponse(
+          'The audio is invalid, oversize or unsupported, or a form field is (the message says which)',
+        ),
+        402: actionRequiredResponse('insufficient_credits or overage_cap_reached'),
+        403: actionRequiredResponse(
+          'feature_required: the plan does not include transcription; insufficient_scope (error body) for a credential without agents:write',
+        ),
+        429: actionRequiredResponse(
+          "tier_allowance_exhausted (the month's audio seconds) or rate_limited (retry after Retry-After)",
+        ),
+        502: errorResponse('Every configured speech-recognition provider failed'),
+        503: errorResponse('No speech-recognition provider is configured, or usage limits cannot be checked'),
       },
     }),
   )

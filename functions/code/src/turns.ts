@@ -17,6 +17,7 @@ import {
 } from '../../../durable-objects/agent-run/turn.schemas'
 import { turnSettingsOf } from '../../../durable-objects/agent-run/turn-settings'
 import { supportsThinking } from '../../../shared/catalog/model-catalog'
+import { actionRequiredResponse, errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import {
   actionRequiredError,
@@ -57,7 +58,7 @@ export function callerOf(c: Context<FamilyEnv<CodeEnv>>): Identity {
 }
 
 export function ownerOf(identity: Identity): RunOwner {
-  return { tenantId: identity.tenantId, principalId: principalId(identity) }
+  return { tenantId: identity.tenantId, mode: identity.mode, principalId: principalId(identity) }
 }
 
 /** 403s from the plan: agent runs, the model, thinking. */
@@ -115,6 +116,25 @@ export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {
           description: 'application/x-ndjson event stream',
           content: { 'application/x-ndjson': { schema: { type: 'string' } } },
         },
+        400: errorResponse(
+          'Invalid protocol request: invalid_turn_request naming the field, thinking_not_supported, empty_request, cursor_out_of_range, or an approval or tool result the run is not waiting for',
+        ),
+        402: actionRequiredResponse(
+          'insufficient_credits or overage_cap_reached: the hard plan allowance is reached',
+        ),
+        403: actionRequiredResponse(
+          'feature_required (agent runs, thinking) or model_access_required: the plan does not include it; insufficient_scope (error body) for a credential without agents:write',
+        ),
+        404: errorResponse('run_not_found: run_id names no run of this account'),
+        409: errorResponse(
+          'turn_id_reused with another body, run_busy, run_awaiting_input, run_cancelled or run_budget_exhausted',
+        ),
+        429: actionRequiredResponse(
+          'token_allowance_exhausted or tier_allowance_exhausted, or rate_limited (retry after Retry-After)',
+        ),
+        503: errorResponse(
+          'provider_not_configured (no model provider for a live turn), run_store_unavailable (the durable run store) or metering_unavailable; retry after Retry-After',
+        ),
       },
     }),
   )

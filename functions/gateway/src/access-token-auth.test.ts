@@ -6,10 +6,12 @@ import {
   signAccessToken,
   type VerificationKey,
 } from '../../../shared/crypto'
+import { base64urlEncode, utf8 } from '../../../shared/crypto/encoding'
 import { AppError } from '../../../shared/http/errors'
 import {
   clearAccessTokenCaches,
   type PrincipalRecord,
+  type SessionState,
   type TokenAuthDeps,
   verifyBearerToken,
 } from './access-token-auth'
@@ -26,9 +28,15 @@ beforeAll(async () => {
   ed = await generateSigningKey('EdDSA')
 })
 
-/** Deps over an in-memory key set and principal table, counting signature verifications. */
-function deps(principals: Record<string, PrincipalRecord | null> = {}) {
-  const counts = { verifies: 0, lookups: 0 }
+/**
+ * Deps over an in-memory key set, principal table and refresh-token families (by id; absent:
+ * unknown), counting signature verifications and lookups.
+ */
+function deps(
+  principals: Record<string, PrincipalRecord | null> = {},
+  sessions: Record<string, SessionState> = {},
+) {
+  const counts = { verifies: 0, lookups: 0, sessionLookups: 0 }
   const counted = (key: SigningKey): VerificationKey => ({
     ...key,
     verify: (data, signature) => {
@@ -42,6 +50,10 @@ function deps(principals: Record<string, PrincipalRecord | null> = {}) {
       counts.lookups++
       const sub = subject.kind === 'user' ? `user:${subject.id}` : `sa:${subject.id}`
       return principals[`${tenantId} ${sub}`] ?? null
+    },
+    lookupSession: async (_tenantId, _subject, sessionId) => {
+      counts.sessionLookups++
+      return sessions[sessionId] ?? { revoked: true, reason: null }
     },
     issuer: 'svc',
     leewaySeconds: 30,
@@ -61,16 +73,21 @@ async function token(
     tenantId?: string
     ttl?: number
     now?: Date
+    sessionId?: string
+    /** An OAuth token bound to this resource (its `aud`). */
+    resource?: string
   } = {},
 ) {
   return signAccessToken(
     buildAccessTokenClaims({
       sub: overrides.sub ?? USER,
-      aud: overrides.aud ?? 'platform',
+      aud: overrides.resource ?? overrides.aud ?? 'platform',
       iss: 'svc',
       ttlSeconds: overrides.ttl ?? 600,
       ...(overrides.tenantId === '' ? {} : { tenantId: overrides.tenantId ?? TENANT }),
       ...(overrides.now ? { now: overrides.now } : {}),
+      ...(overrides.sessionId ? { sessionId: overrides.sessionId } : {}),
+      ...(overrides.resource ? { scope: 'mcp:tools', clientId: 'svc_oc_test' } : {}),
     }),
     key,
   )
@@ -103,7 +120,7 @@ describe('gateway access-token authentication', () => {
     const d = deps({ [`${TENANT} ${USER}`]: member })
     const jwt = await token(mlDsa)
     for (let i = 0; i < 5; i++) await verifyBearerToken(jwt, ['platform'], d.value)
-    expect(d.counts).toEqual({ verifies: 1, lookups: 1 })
+    expect(d.counts).toEqual({ verifies: 1, lookups: 1, sessionLookups: 0 })
   })
 
   it('checks the audience per route: 403 token_wrong_audience for a genuine token of another audience', async () => {
@@ -210,5 +227,85 @@ describe('gateway access-token authentication', () => {
       expect(err.status).toBe(401)
     }
     expect(d.counts.verifies).toBeLessThanOrEqual(1)
+  })
+
+  describe('tokens issued from a refresh-token family (sid)', () => {
+    const SESSION = '6f1d4c52-8d7e-4b43-9a55-3c1f0b2f7e10'
+    const RESOURCE = 'https://api.example.com/mcp'
+
+    it('are refused once the family is revoked, within principalTtlMs, naming why', async () => {
+      const sessions: Record<string, SessionState> = { [SESSION]: { revoked: false } }
+      const d = deps({ [`${TENANT} ${USER}`]: member }, sessions)
+      let clock = Date.now()
+      const timed = { ...d.value, now: () => clock }
+      const jwt = await token(mlDsa, { sessionId: SESSION })
+      await expect(verifyBearerToken(jwt, ['platform'], timed)).resolves.toMatchObject({ tenantId: TENANT })
+      sessions[SESSION] = { revoked: true, reason: 'reuse_detected' }
+      clock += 29_000
+      await expect(verifyBearerToken(jwt, ['platform'], timed)).resolves.toBeDefined()
+      clock += 1_000
+      const refused = await refusal(verifyBearerToken(jwt, ['platform'], timed))
+      expect(refused).toMatchObject({ status: 401, code: 'token_revoked' })
+      expect(refused.message).toBe(
+        'The login session this token was issued from has been revoked because one of its refresh tokens was used twice; log in again.',
+      )
+      expect(refused.headers['www-authenticate']).toContain('error="invalid_token"')
+      expect(d.counts.sessionLookups).toBe(2)
+    })
+
+    it('an OAuth token of a revoked authorization is refused at its resource, every other token of the family too', async () => {
+      const d = deps(
+        { [`${TENANT} ${USER}`]: member },
+        { [SESSION]: { revoked: true, reason: 'authorization_code_reused' } },
+      )
+      const first = await token(mlDsa, { sessionId: SESSION, resource: RESOURCE })
+      const second = await token(ed, { sessionId: SESSION, resource: RESOURCE })
+      for (const jwt of [first, second]) {
+        const refused = await refusal(verifyBearerToken(jwt, ['platform'], d.value, RESOURCE))
+        expect(refused).toMatchObject({ status: 401, code: 'token_revoked' })
+        expect(refused.message).toBe(
+          'The authorization this token was issued from has been revoked because its authorization code was used twice; authorize again.',
+        )
+      }
+      // One lookup for the family, whatever the number of its tokens.
+      expect(d.counts.sessionLookups).toBe(1)
+    })
+
+    it('a family the lookup does not find (another user, or deleted) is revoked', async () => {
+      const d = deps({ [`${TENANT} ${USER}`]: member }, {})
+      const jwt = await token(mlDsa, { sessionId: SESSION })
+      expect(await refusal(verifyBearerToken(jwt, ['platform'], d.value))).toMatchObject({
+        code: 'token_revoked',
+        message: 'The login session this token was issued from has been revoked; log in again.',
+      })
+    })
+
+    it('tokens without sid (service accounts) never ask for a family', async () => {
+      const d = deps({ [`${TENANT} ${SA}`]: { role: 'member', planId: 'team', scopes: [] } })
+      await verifyBearerToken(await token(mlDsa, { sub: SA, aud: 'external-api' }), ['external-api'], d.value)
+      expect(d.counts.sessionLookups).toBe(0)
+    })
+
+    it('a sid that is not a family id is refused before any lookup', async () => {
+      const d = deps({ [`${TENANT} ${USER}`]: member })
+      // Signed by hand: the issuer's own schema would refuse to sign it.
+      const claims = {
+        ...buildAccessTokenClaims({
+          sub: USER,
+          aud: 'platform',
+          iss: 'svc',
+          ttlSeconds: 600,
+          tenantId: TENANT,
+        }),
+        sid: "x' or 1=1",
+      }
+      const input = `${base64urlEncode(utf8.encode(JSON.stringify({ alg: mlDsa.alg, kid: mlDsa.kid, typ: 'JWT' })))}.${base64urlEncode(utf8.encode(JSON.stringify(claims)))}`
+      const jwt = `${input}.${base64urlEncode(await mlDsa.sign(utf8.encode(input)))}`
+      expect(await refusal(verifyBearerToken(jwt, ['platform'], d.value))).toMatchObject({
+        status: 401,
+        code: 'token_claims_invalid',
+      })
+      expect(d.counts.sessionLookups).toBe(0)
+    })
   })
 })

@@ -11,7 +11,12 @@
  *    `token_wrong_audience` for a genuine token meant for another audience;
  * 4. the principal still exists: the user is still a member of the tenant, the service account is
  *    not revoked (cached for API_KEY_CACHE_TTL_SECONDS, like API keys), which also yields the role
- *    and the tenant's plan.
+ *    and the tenant's plan;
+ * 5. for a token issued from a refresh-token family (`sid`: a login session or an OAuth
+ *    authorization), the family is not revoked (a refresh token or authorization code used twice,
+ *    the membership ended): 401 `token_revoked`. Cached like principals, so a revocation reaches
+ *    every isolate within API_KEY_CACHE_TTL_SECONDS, as an API key's does; the token's own 15
+ *    minutes no longer matter.
  * The token's algorithm is then checked against the tenant's crypto policy by crypto-enforcement.ts
  * (403 `crypto_policy_violation` in enforce mode), and `tenant_id` against x-svc-tenant by the
  * gateway's tenancy check.
@@ -27,10 +32,17 @@ import { AUDIENCES, JWS_ALGORITHMS, type VerificationKey, verifyAccessToken } fr
 import { isResourceAudience } from '../../../shared/crypto/access-token'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import { openDatabase } from '../../../shared/db/client'
-import { type MemberRole, members, serviceAccounts, tenants } from '../../../shared/db/schema'
+import {
+  type MemberRole,
+  members,
+  refreshTokenFamilies,
+  serviceAccounts,
+  tenants,
+} from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { Audience, Identity } from '../../../shared/worker/request-context'
 import { type GatewayEnv, gatewaySettings } from './gateway.context'
+import { lookUpCredential } from './opaque-credential-cache'
 import { resolveTokenKey } from './token-keys'
 
 export interface PrincipalRecord {
@@ -39,15 +51,21 @@ export interface PrincipalRecord {
   scopes: string[]
 }
 
+/** A refresh-token family as the gateway sees it: standing, or revoked (an unknown one is revoked). */
+export type SessionState = { revoked: false } | { revoked: true; reason: string | null }
+
 /** What the verifier needs from the outside world (injected in unit tests). */
 export interface TokenAuthDeps {
   resolveKey(kid: string): Promise<VerificationKey | undefined>
   /** The principal's role and tenant plan, or null when it no longer exists (or was revoked). */
   lookupPrincipal(tenantId: string, subject: Subject): Promise<PrincipalRecord | null>
+  /** The state of the refresh-token family `sessionId` of this tenant and subject. */
+  lookupSession(tenantId: string, subject: Subject, sessionId: string): Promise<SessionState>
   issuer: string
   leewaySeconds: number
   /** The issuer's access-token lifetime (AUTH_ACCESS_TOKEN_TTL_SECONDS): no token may declare a longer one. */
   maxLifetimeSeconds: number
+  /** How long a principal or session lookup is trusted (API_KEY_CACHE_TTL_SECONDS). */
   principalTtlMs: number
   /** The clock, in ms since the epoch (`Date.now` unless a test moves time). */
   now?: () => number
@@ -65,6 +83,8 @@ interface VerifiedToken {
   /** OAuth tokens: the granted scopes and the client. */
   scopes: string[] | undefined
   clientId: string | undefined
+  /** The refresh-token family the token was issued from (`sid`), if any. */
+  sessionId: string | undefined
   /** exp + leeway, in ms. */
   validUntil: number
 }
@@ -73,13 +93,16 @@ type TokenEntry = { token: VerifiedToken } | { refusal: AppError; until: number 
 
 const MAX_TOKENS = 10_000
 const MAX_PRINCIPALS = 10_000
+const MAX_SESSIONS = 10_000
 const REFUSAL_TTL_MS = 10_000
 const tokenCache = new Map<string, TokenEntry>()
 const principalCache = new Map<string, { record: PrincipalRecord | null; expiresAt: number }>()
+const sessionCache = new Map<string, { state: SessionState; expiresAt: number }>()
 
 export function clearAccessTokenCaches(): void {
   tokenCache.clear()
   principalCache.clear()
+  sessionCache.clear()
 }
 
 /** Forgets a principal (e.g. a service account just revoked through this isolate). */
@@ -129,6 +152,9 @@ async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Pro
   if (resource && subject.kind !== 'user') {
     throw unauthorized('token_claims_invalid', 'Resource-bound tokens are issued to people only.')
   }
+  if (claims.sid !== undefined && !UUID.test(claims.sid)) {
+    throw unauthorized('token_claims_invalid', 'The token has an invalid sid claim.')
+  }
   return {
     sub: claims.sub,
     subject,
@@ -139,6 +165,7 @@ async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Pro
     resource,
     scopes: claims.scope?.split(' ').filter(Boolean),
     clientId: claims.client_id,
+    sessionId: claims.sid,
     validUntil: (claims.exp + deps.leewaySeconds) * 1000,
   }
 }
@@ -193,6 +220,35 @@ async function principal(token: VerifiedToken, deps: TokenAuthDeps): Promise<Pri
   return hit.record
 }
 
+const REVOCATION_CAUSES: Record<string, string> = {
+  reuse_detected: ' because one of its refresh tokens was used twice',
+  authorization_code_reused: ' because its authorization code was used twice',
+  membership_ended: ' because the user is no longer a member of the workspace',
+}
+
+/** 401 `token_revoked` when the refresh-token family the token was issued from has been revoked. */
+async function assertSessionStands(token: VerifiedToken, deps: TokenAuthDeps): Promise<void> {
+  const sessionId = token.sessionId
+  if (sessionId === undefined) return
+  const now = (deps.now ?? Date.now)()
+  let hit = sessionCache.get(sessionId)
+  if (!hit || hit.expiresAt <= now) {
+    hit = {
+      state: await deps.lookupSession(token.tenantId, token.subject, sessionId),
+      expiresAt: now + deps.principalTtlMs,
+    }
+    remember(sessionCache, MAX_SESSIONS, sessionId, hit)
+  }
+  if (!hit.state.revoked) return
+  const cause = (hit.state.reason && REVOCATION_CAUSES[hit.state.reason]) ?? ''
+  throw unauthorized(
+    'token_revoked',
+    token.resource !== undefined
+      ? `The authorization this token was issued from has been revoked${cause}; authorize again.`
+      : `The login session this token was issued from has been revoked${cause}; log in again.`,
+  )
+}
+
 /**
  * Authenticates an access token for a route that accepts `audiences` (null: the path matched no
  * route, so the gateway answers 404 right after and no audience applies) and, when the route is a
@@ -215,8 +271,11 @@ export async function verifyBearerToken(
       )
     }
     const record = await principal(verified, deps)
+    await assertSessionStands(verified, deps)
     return {
       tenantId: verified.tenantId,
+      // Live unless the request chooses test mode (a person may: gateway.app.ts, x-svc-mode).
+      mode: 'live',
       principal: {
         kind: 'access_token',
         subject: verified.sub,
@@ -245,8 +304,11 @@ export async function verifyBearerToken(
     }
   }
   const record = await principal(verified, deps)
+  await assertSessionStands(verified, deps)
   return {
     tenantId: verified.tenantId,
+    // Service accounts act live; a person may choose test mode per request (gateway.app.ts).
+    mode: 'live',
     principal: {
       kind: 'access_token',
       subject: verified.sub,
@@ -304,6 +366,34 @@ async function lookupPrincipal(
   }
 }
 
+/**
+ * A family of this tenant and user, by its primary key. A family that is not theirs, or no longer
+ * exists (its user was deleted), is revoked.
+ */
+function lookupSession(
+  env: GatewayEnv,
+  ctx: Pick<ExecutionContext, 'waitUntil'>,
+  tenantId: string,
+  subject: Subject,
+  sessionId: string,
+): Promise<SessionState> {
+  return lookUpCredential(env, ctx, 'token session', async (db) => {
+    const [row] = await db
+      .select({ revokedAt: refreshTokenFamilies.revokedAt, reason: refreshTokenFamilies.revokedReason })
+      .from(refreshTokenFamilies)
+      .where(
+        and(
+          eq(refreshTokenFamilies.id, sessionId),
+          eq(refreshTokenFamilies.tenantId, tenantId),
+          eq(refreshTokenFamilies.userId, subject.id),
+        ),
+      )
+      .limit(1)
+    if (!row) return { revoked: true, reason: null }
+    return row.revokedAt ? { revoked: true, reason: row.reason } : { revoked: false }
+  })
+}
+
 export function authenticateAccessToken(
   token: string,
   audiences: readonly Audience[] | null,
@@ -318,6 +408,7 @@ export function authenticateAccessToken(
     {
       resolveKey: (kid) => resolveTokenKey(env, kid),
       lookupPrincipal: (tenantId, subject) => lookupPrincipal(env, ctx, tenantId, subject),
+      lookupSession: (tenantId, subject, sessionId) => lookupSession(env, ctx, tenantId, subject, sessionId),
       issuer: settings.JWT_ISSUER,
       leewaySeconds: settings.JWT_LEEWAY_SECONDS,
       maxLifetimeSeconds: settings.AUTH_ACCESS_TOKEN_TTL_SECONDS,

@@ -112,6 +112,7 @@ export async function authenticateApiKey(
   }
   const identity: Identity = {
     tenantId: row.tenantId,
+    mode: row.mode,
     principal: { kind: 'api_key', keyId: row.id, mode: row.mode },
     role: row.role,
     planId: row.planId,

@@ -11,6 +11,7 @@ const ALLOWED_HEADERS = new Set([
   'accept',
   'x-request-id',
   'x-svc-tenant',
+  'x-svc-mode',
   'x-svc-crypto-algorithms',
   'idempotency-key',
   'openai-organization',

@@ -27,6 +27,7 @@ async function logged(): Promise<{ outcome: string; algorithm: string; request_i
 function identity(algorithm: string | null): Identity {
   return {
     tenantId: TENANT,
+    mode: 'live',
     role: 'owner',
     planId: 'team',
     scopes: [],

@@ -33,6 +33,7 @@ import { type GatewayApp, type GatewayEnv, gatewaySettings } from './gateway.con
 import { healthRoutes } from './health'
 import { invalidateObservabilityToken } from './observability-token-auth'
 import { docsRoutes } from './openapi'
+import { publicOrigin } from './public-origin'
 import { requestIdFor } from './request-id'
 import { invalidateTenantPolicy } from './tenant-policies'
 
@@ -67,6 +68,41 @@ function tenantMismatch(claimed: string, name: string, identity: Identity): AppE
     `This request names tenant "${claimed}" (${name}), but the credential belongs to tenant "${identity.tenantId}". Remove it or use a credential of that tenant.`,
     { param: name },
   )
+}
+
+/**
+ * `x-svc-mode: test|live` chooses the mode of a person's request (a user's access token, from a
+ * login or an OAuth grant): the console sends its test/live switch with every call. Any other
+ * credential's mode is fixed (an API key's own, live for service accounts and observability
+ * tokens): naming it is allowed, naming the other is 403 `mode_mismatch`, like a tenant that is
+ * not the credential's. Without the header a person acts live.
+ */
+export const MODE_HEADER = 'x-svc-mode'
+
+function withRequestedMode(identity: Identity, request: Request): Identity {
+  const requested = request.headers.get(MODE_HEADER)
+  if (requested === null || requested === '') return identity
+  if (requested !== 'test' && requested !== 'live') {
+    throw new AppError(
+      400,
+      'invalid_mode',
+      `${MODE_HEADER} must be "test" or "live" (got ${JSON.stringify(requested.slice(0, 40))}).`,
+      { param: MODE_HEADER },
+    )
+  }
+  if (requested === identity.mode) return identity
+  if (choosesMode(identity)) return { ...identity, mode: requested }
+  throw new AppError(
+    403,
+    'mode_mismatch',
+    `This request asks for ${requested} mode (${MODE_HEADER}), but the credential acts in ${identity.mode} mode. Remove the header or use a ${requested} credential.`,
+    { param: MODE_HEADER },
+  )
+}
+
+/** A person chooses the mode of each request; keys, service accounts and tokens have theirs. */
+function choosesMode(identity: Identity): boolean {
+  return identity.principal.kind === 'access_token' && identity.principal.subject.startsWith('user:')
 }
 
 /** 403 for a credential limited to scopes of which none covers the route (shared/auth/scopes.ts). */
@@ -212,7 +248,8 @@ gatewayApp.use(async (c, next) => {
   c.set('requestId', requestId)
   c.set('url', url)
   const settings = gatewaySettings(c.env)
-  c.set('baseUrl', settings.PUBLIC_BASE_URL ?? url.origin)
+  // PUBLIC_BASE_URL, or a loopback request's own origin; any other Host is 421 (public-origin.ts).
+  c.set('baseUrl', publicOrigin(url, settings.PUBLIC_BASE_URL))
   const origin = allowedOrigin(c.req.header('origin') ?? null, settings.CORS_ALLOWED_ORIGINS)
   c.set('origin', origin)
   await next()
@@ -281,7 +318,10 @@ gatewayApp.all('*', async (c) => {
   // The MCP endpoint is the protected resource of the OAuth authorization server (functions/auth/src/oauth).
   const resource =
     lookup.kind === 'match' && lookup.match.route.family === 'mcp' ? mcpResource(c.get('baseUrl')) : null
-  const identity = await authenticate(request, audiences, c.env, c.executionCtx, resource)
+  const identity = withRequestedMode(
+    await authenticate(request, audiences, c.env, c.executionCtx, resource),
+    request,
+  )
   checkTenant(identity, request, url)
 
   if (lookup.kind === 'not_found') {

@@ -34,7 +34,10 @@ export interface GatewayEnv extends DatabaseEnv {
    * a token declaring a longer lifetime (exp - iat, beyond the leeway) is refused.
    */
   AUTH_ACCESS_TOKEN_TTL_SECONDS?: string
-  /** Public base URL when the gateway sits behind another proxy (default: the request's origin). */
+  /**
+   * The URL clients reach the gateway at: the OAuth issuer, the protected resource, links. Required
+   * in a deployment; unset (a local stack), the request's origin, and only loopback Hosts answered.
+   */
   PUBLIC_BASE_URL?: string
   /** Comma-separated browser origins allowed by CORS (default `*`). */
   CORS_ALLOWED_ORIGINS?: string

@@ -93,6 +93,8 @@ export async function authenticateObservabilityToken(
   }
   const identity: Identity = {
     tenantId: row.tenantId,
+    // Telemetry is the workspace's own, not a test or live resource: tokens act live.
+    mode: 'live',
     principal: { kind: 'observability_token', tokenId: row.id, subject: `observability-token:${row.id}` },
     role: 'member',
     planId: row.planId,

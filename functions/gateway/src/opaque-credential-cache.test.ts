@@ -4,6 +4,7 @@ import { CredentialCache } from './opaque-credential-cache'
 
 const identity = (tokenId: string): Identity => ({
   tenantId: '00000000-0000-4000-8000-000000000001',
+  mode: 'live',
   principal: { kind: 'observability_token', tokenId, subject: `observability-token:${tokenId}` },
   role: 'member',
   planId: 'free',

@@ -4,14 +4,17 @@
  * document allowance under concurrency, tenancy per route, and hybrid retrieval with both vector
  * backends.
  */
+
+import type { Client } from '@neondatabase/serverless'
 import { and, eq, sql } from 'drizzle-orm'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
+import { openDatabase } from '../../../shared/db/client'
 import { documentChunks } from '../../../shared/db/schema'
 import { PLAN_CATALOG_CONFIG } from '../../../shared/plans/plan-catalog'
 import type { Identity } from '../../../shared/worker/request-context'
 import { createTenant, databaseEnv, withTestDatabase } from '../../../test/unit/database'
 import { apiKeyIdentity, callFamily, errorOf } from '../../../test/unit/family-call'
-import { retrieveChunks } from './documents/document-store'
+import { CHUNK_ROWS_PER_STATEMENT, MAX_DOCUMENT_BYTES, retrieveChunks } from './documents/document-store'
 import KnowledgeWorker from './index'
 import { testEmbedder } from './retrieval/embeddings'
 
@@ -135,6 +138,52 @@ describe('POST /svc/documents/upload', () => {
     expect((await list(me)).data.map((d) => d.id)).toEqual([created.id])
   })
 
+  it('writes a 1 MiB document in statements of at most 25 chunk rows: the swap without vectors, then the vectors', async () => {
+    const me = await testCaller()
+    const sentence = (i: number) =>
+      `Paragraph ${i} records one more fact about the archive, in a sentence of its own.`
+    const content = Array.from({ length: 12_500 }, (_, i) => sentence(i))
+      .join(' ')
+      .slice(0, MAX_DOCUMENT_BYTES - 100)
+    // Every statement the product sends goes through its pool's client class (shared/db/client.ts).
+    const probe = openDatabase(databaseEnv, { max: 1 })
+    const ProductClient = (probe.pool as unknown as { Client: typeof Client }).Client
+    await probe.close()
+    const sent = ProductClient.prototype.query
+    const statements: string[] = []
+    const spy = vi.spyOn(ProductClient.prototype, 'query').mockImplementation(function (
+      this: Client,
+      ...args: unknown[]
+    ) {
+      const query = args[0] as string | { text: string }
+      statements.push(typeof query === 'string' ? query : query.text)
+      return Reflect.apply(sent, this, args)
+    } as never)
+    let uploaded: Uploaded
+    try {
+      uploaded = await upload(me, 'archive.md', content)
+    } finally {
+      spy.mockRestore()
+    }
+    expect(uploaded.chunk_count).toBeGreaterThan(1000)
+    expect(uploaded).toMatchObject({ indexing_state: 'indexed', embedded_chunks: uploaded.chunk_count })
+    const inserts = statements.filter((q) => /^insert into "document_chunks"/i.test(q))
+    const updates = statements.filter((q) => /^\s*update "document_chunks" as c/i.test(q))
+    const rowsOf = (q: string, marker: RegExp) => q.match(marker)?.length ?? 0
+    expect(inserts).toHaveLength(Math.ceil(uploaded.chunk_count / CHUNK_ROWS_PER_STATEMENT))
+    expect(updates).toHaveLength(Math.ceil(uploaded.chunk_count / CHUNK_ROWS_PER_STATEMENT))
+    for (const q of inserts) expect(rowsOf(q, /\(default,/g)).toBeLessThanOrEqual(CHUNK_ROWS_PER_STATEMENT)
+    for (const q of updates) expect(rowsOf(q, /::uuid/g)).toBeLessThanOrEqual(CHUNK_ROWS_PER_STATEMENT)
+    const rows = await withTestDatabase((db) =>
+      db
+        .select({ embedded: sql<boolean>`${documentChunks.embedding} is not null` })
+        .from(documentChunks)
+        .where(eq(documentChunks.documentId, uploaded.id)),
+    )
+    expect(rows).toHaveLength(uploaded.chunk_count)
+    expect(rows.every((r) => r.embedded)).toBe(true)
+  }, 120_000)
+
   it('refuses a missing or empty field (400 naming it) and content over 1 MiB (413), storing nothing', async () => {
     const me = await liveCaller()
     for (const [body, status, param] of [
@@ -257,7 +306,34 @@ describe('tenancy', () => {
     }
     expect((await retrieve(owner, 'ZEBRA-7781')).data.map((h) => h.document_id)).toEqual([doc.id])
   })
+
+  it("the tenant's other mode is another world: 404, absent, its own source and allowance", async () => {
+    const tester = await testCaller()
+    const doc = await upload(tester, 'plan.md', 'The test plan mentions QUOKKA-42 on every page.')
+    const live = apiKeyIdentity({ tenantId: tester.tenantId, planId: 'pro' })
+    const person = { ...live, mode: 'test' as const, principal: personPrincipal() }
+    expect((await list(live)).data).toEqual([])
+    expect(await errorOf(await call(live, `/svc/documents/${doc.id}`))).toMatchObject({
+      code: 'document_not_found',
+    })
+    expect((await retrieve(live, 'QUOKKA-42')).data).toEqual([])
+    expect((await call(live, `/svc/documents/${doc.id}`, { method: 'DELETE' })).status).toBe(404)
+    expect((await upload(live, 'plan.md', 'The live plan.')).status).toBe('created')
+    // A person in test mode is in the test world with the key.
+    expect((await retrieve(person, 'QUOKKA-42')).data.map((h) => h.document_id)).toEqual([doc.id])
+    expect((await list(tester)).data.map((d) => d.id)).toEqual([doc.id])
+  })
 })
+
+function personPrincipal(): Identity['principal'] {
+  return {
+    kind: 'access_token',
+    subject: `user:${crypto.randomUUID()}`,
+    audience: 'platform',
+    tokenId: crypto.randomUUID(),
+    algorithm: 'ML-DSA-65',
+  }
+}
 
 describe('DELETE /svc/documents/{id}', () => {
   it('removes the document with its chunks and vectors', async () => {
@@ -337,7 +413,7 @@ describe('POST /svc/documents/retrieve', () => {
           (['exact', 'pgvector'] as const).map((backend) =>
             retrieveChunks(
               db,
-              { tenantId: me.tenantId },
+              { tenantId: me.tenantId, mode: me.mode },
               { query, k: 10 },
               { embedder, backend: async () => backend },
             ),

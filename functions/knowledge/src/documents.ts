@@ -9,11 +9,13 @@
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
+import { actionRequiredResponse, errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import { checkFeatureAccess } from '../../../shared/plans/entitlements'
 import { type ResolvedPlan, resolvePlan } from '../../../shared/plans/plan-catalog'
 import { actionRequiredError } from '../../../shared/plans/upgrade-decision'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { scopeOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
   type DocumentRecord,
@@ -72,6 +74,10 @@ const notFound = (id: string) =>
   new AppError(404, 'document_not_found', `No document ${id} in this workspace.`, { param: 'id' })
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } })
+const retrievalNotIncluded = actionRequiredResponse('feature_required: retrieval is not enabled for the plan')
+const storeUnavailable = errorResponse(
+  'knowledge_store_unavailable (the database; retry shortly) or embeddings_provider_invalid (its configuration)',
+)
 
 export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
   app.openapi(
@@ -83,7 +89,18 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       description:
         'Chunked on paragraph and sentence boundaries (at most 1,000 characters, overlapping by up to 200), indexed for full-text search and, where an embeddings provider is configured, embedded. Re-uploading a source replaces it atomically; identical content changes nothing. 413 over 1 MiB; 429 past the plan’s document allowance.',
       request: { body: { required: true, content: json(DocumentUploadRequestSchema) } },
-      responses: { 200: { description: 'Accepted and indexed', content: json(DocumentUploadResultSchema) } },
+      responses: {
+        200: { description: 'Accepted and indexed', content: json(DocumentUploadResultSchema) },
+        400: errorResponse(
+          'The body is invalid (the message names the field and the rule), or empty_document',
+        ),
+        413: errorResponse('document_too_large: the content is over 1 MiB'),
+        429: actionRequiredResponse(
+          "tier_allowance_exhausted: the plan's document allowance is reached (binding_limit kind documents)",
+        ),
+        502: errorResponse('embeddings_provider_failed: the embeddings provider failed; nothing was stored'),
+        503: storeUnavailable,
+      },
     }),
     async (c) => {
       const identity = identityOf(c)
@@ -91,7 +108,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const plan = planOf(c)
       const embedder = embedderFor(c.env, identity)
       const result = await withRequestDatabase(c, 'knowledge', (db) =>
-        uploadDocument(db, { tenantId: identity.tenantId }, input, { plan, embedder }),
+        uploadDocument(db, scopeOf(identity), input, { plan, embedder }),
       )
       return c.json(
         {
@@ -112,7 +129,12 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       tags: ['Knowledge'],
       summary: "List the workspace's documents, newest first",
       request: { query: DocumentListQuerySchema },
-      responses: { 200: { description: 'Documents', content: json(DocumentListSchema) } },
+      responses: {
+        200: { description: 'Documents', content: json(DocumentListSchema) },
+        400: errorResponse('A query parameter (limit, after) is invalid'),
+        403: retrievalNotIncluded,
+        503: storeUnavailable,
+      },
     }),
     async (c) => {
       const identity = identityOf(c)
@@ -120,7 +142,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const { limit, after } = c.req.valid('query')
       const space = embedderFor(c.env, identity)?.space.id ?? null
       const page = await withRequestDatabase(c, 'knowledge', (db) =>
-        listDocuments(db, { tenantId: identity.tenantId }, { limit, after }),
+        listDocuments(db, scopeOf(identity), { limit, after }),
       )
       return c.json(
         {
@@ -141,16 +163,20 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       tags: ['Knowledge'],
       summary: 'A document with its chunks and their offsets (extension)',
       request: { params: DocumentIdParamSchema },
-      responses: { 200: { description: 'The document', content: json(DocumentDetailSchema) } },
+      responses: {
+        200: { description: 'The document', content: json(DocumentDetailSchema) },
+        400: errorResponse('id is not a document id'),
+        403: retrievalNotIncluded,
+        404: errorResponse('document_not_found in this workspace'),
+        503: storeUnavailable,
+      },
     }),
     async (c) => {
       const identity = identityOf(c)
       requireRetrieval(c)
       const { id } = c.req.valid('param')
       const space = embedderFor(c.env, identity)?.space.id ?? null
-      const found = await withRequestDatabase(c, 'knowledge', (db) =>
-        getDocument(db, { tenantId: identity.tenantId }, id),
-      )
+      const found = await withRequestDatabase(c, 'knowledge', (db) => getDocument(db, scopeOf(identity), id))
       if (!found) throw notFound(id)
       return c.json(
         {
@@ -175,13 +201,18 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       tags: ['Knowledge'],
       summary: 'Delete a document with its chunks and vectors (extension)',
       request: { params: DocumentIdParamSchema },
-      responses: { 200: { description: 'Deleted', content: json(DocumentDeletedSchema) } },
+      responses: {
+        200: { description: 'Deleted', content: json(DocumentDeletedSchema) },
+        400: errorResponse('id is not a document id'),
+        404: errorResponse('document_not_found in this workspace'),
+        503: storeUnavailable,
+      },
     }),
     async (c) => {
       const identity = identityOf(c)
       const { id } = c.req.valid('param')
       const deleted = await withRequestDatabase(c, 'knowledge', (db) =>
-        deleteDocument(db, { tenantId: identity.tenantId }, id),
+        deleteDocument(db, scopeOf(identity), id),
       )
       if (!deleted) throw notFound(id)
       return c.json({ id, object: 'document' as const, deleted: true as const }, 200)
@@ -197,7 +228,12 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       description:
         'Postgres full-text search fused with vector similarity by reciprocal rank fusion (k = 60). Each chunk says which signal ranked it where; `ranking.vector` says whether vectors were used (pgvector index or exact scan) or why not.',
       request: { body: { required: true, content: json(RetrievalRequestSchema) } },
-      responses: { 200: { description: 'Chunks, best first', content: json(DocumentRetrievalResultSchema) } },
+      responses: {
+        200: { description: 'Chunks, best first', content: json(DocumentRetrievalResultSchema) },
+        400: errorResponse('The body is invalid (query missing, k outside 1 to 100)'),
+        403: retrievalNotIncluded,
+        503: storeUnavailable,
+      },
     }),
     async (c) => {
       const identity = identityOf(c)
@@ -205,7 +241,7 @@ export function documentRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       const request = c.req.valid('json')
       const embedder = embedderFor(c.env, identity)
       const retrieval = await withRequestDatabase(c, 'knowledge', (db) =>
-        retrieveChunks(db, { tenantId: identity.tenantId }, request, {
+        retrieveChunks(db, scopeOf(identity), request, {
           embedder,
           backend: () => vectorBackendOf(db, c.env.DATABASE_URL ?? ''),
         }),

@@ -41,6 +41,7 @@ describe('POST /svc/feedback', () => {
     const res = await send(
       {
         tenantId,
+        mode: 'live',
         principal: {
           kind: 'access_token',
           subject,
@@ -56,6 +57,32 @@ describe('POST /svc/feedback', () => {
     )
     expect(res.status).toBe(200)
     expect(await storedFor(tenantId)).toEqual([expect.objectContaining({ subject, apiKeyId: null })])
+  })
+
+  it('stores it in the mode of the credential: a test key, and a person in test mode', async () => {
+    const tenantId = await createTenant()
+    const testKey = apiKeyIdentity({
+      tenantId,
+      principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+    })
+    expect((await send(testKey, { from: 'key' })).status).toBe(200)
+    const person: Identity = {
+      ...apiKeyIdentity({ tenantId }),
+      mode: 'test',
+      principal: {
+        kind: 'access_token',
+        subject: 'user:x',
+        audience: 'platform',
+        tokenId: 't',
+        algorithm: 'EdDSA',
+      },
+    }
+    expect((await send(person, { from: 'person' })).status).toBe(200)
+    expect((await send(apiKeyIdentity({ tenantId }), { from: 'live' })).status).toBe(200)
+    const modes = Object.fromEntries(
+      (await storedFor(tenantId)).map((row) => [(row.body as { from: string }).from, row.mode]),
+    )
+    expect(modes).toEqual({ key: 'test', person: 'test', live: 'live' })
   })
 
   it('refuses anything but a JSON object, and stores nothing', async () => {

@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { feedback } from '../../../shared/db/schema'
+import { errorResponse } from '../../../shared/http/error-body'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { KnowledgeEnv } from './knowledge.context'
@@ -11,10 +12,12 @@ export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
       method: 'post',
       path: '/svc/feedback',
       tags: ['Knowledge'],
-      summary: 'Send feedback (any JSON object); stored for the tenant',
+      summary: 'Send feedback (any JSON object); stored for the tenant, in the mode of the credential',
       request: { body: { required: true, content: { 'application/json': { schema: AnyJsonObject } } } },
       responses: {
         200: { description: 'Accepted', content: { 'application/json': { schema: FeedbackReceiptSchema } } },
+        400: errorResponse('The body is not a JSON object'),
+        503: errorResponse('knowledge_store_unavailable: the database cannot be reached; retry shortly'),
       },
     }),
     async (c) => {
@@ -26,6 +29,7 @@ export function feedbackRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void 
           .insert(feedback)
           .values({
             tenantId: identity.tenantId,
+            mode: identity.mode,
             apiKeyId: identity.principal.kind === 'api_key' ? identity.principal.keyId : null,
             subject,
             body,

@@ -109,6 +109,7 @@ describe('GET /svc/memories', () => {
         .values(
           [0, 1, 2, 3].map((i) => ({
             tenantId: me.tenantId,
+            mode: me.mode,
             ownerId: principalId(me),
             content: `same instant ${i}`,
             body: { content: `same instant ${i}` },
@@ -189,6 +190,7 @@ describe('memories are personal', () => {
     const subject = `user:${crypto.randomUUID()}`
     const token = (): Identity => ({
       tenantId,
+      mode: 'live',
       principal: {
         kind: 'access_token',
         subject,
@@ -202,6 +204,29 @@ describe('memories are personal', () => {
     })
     const made = await remember(token(), { content: 'standup at nine' })
     expect((await list(token())).data.map((m) => m.id)).toEqual([made.id])
+  })
+
+  it("a person's test-mode memories are not its live ones, and the other way round", async () => {
+    const tenantId = await createTenant()
+    const person = (mode: 'test' | 'live'): Identity => ({
+      tenantId,
+      mode,
+      principal: {
+        kind: 'access_token',
+        subject: 'user:00000000-0000-4000-8000-00000000000a',
+        audience: 'platform',
+        tokenId: crypto.randomUUID(),
+        algorithm: 'ML-DSA-65',
+      },
+      role: 'owner',
+      planId: 'pro',
+      scopes: [],
+    })
+    const test = await remember(person('test'), { content: 'sandbox walrus' })
+    const live = await remember(person('live'), { content: 'production walrus' })
+    expect((await list(person('test'))).data.map((m) => m.id)).toEqual([test.id])
+    expect((await list(person('live'))).data.map((m) => m.id)).toEqual([live.id])
+    expect((await search(person('live'), 'walrus')).map((m) => m.id)).toEqual([live.id])
   })
 })
 

@@ -1,6 +1,7 @@
 /**
  * Personal memories: records owned by one principal (API key or token subject) inside its
- * tenant. Every query filters by tenant and owner. Search is the retrieval engine's lexical signal
+ * tenant and mode. Every query filters by tenant, mode and owner: a person's test-mode memories
+ * are not its live ones. Search is the retrieval engine's lexical signal
  * (retrieval/engine.ts, the same as for documents): Postgres full-text search on the `english`
  * configuration (so "fridays" matches "friday"), falling back to substring matches.
  */
@@ -8,8 +9,9 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { olderThanCursor } from '../../../shared/db/list-cursor'
 import { memories } from '../../../shared/db/schema'
+import { errorResponse } from '../../../shared/http/error-body'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
-import { principalId } from '../../../shared/worker/request-context'
+import { type Identity, principalId } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { KnowledgeEnv } from './knowledge.context'
 import {
@@ -23,6 +25,15 @@ import {
 import { fuse, lexicalCandidates } from './retrieval/engine'
 
 type MemoryRow = typeof memories.$inferSelect
+
+/** The caller's own memories: its tenant, its mode, itself. */
+function ownedBy(identity: Identity) {
+  return and(
+    eq(memories.tenantId, identity.tenantId),
+    eq(memories.mode, identity.mode),
+    eq(memories.ownerId, principalId(identity)),
+  )!
+}
 
 function contentOf(body: Record<string, unknown>): string {
   if (typeof body.content === 'string') return body.content
@@ -40,6 +51,10 @@ function render(row: Pick<MemoryRow, 'id' | 'content' | 'body' | 'createdAt'>) {
   }
 }
 
+const storeUnavailable = errorResponse(
+  'knowledge_store_unavailable: the database cannot be reached; retry shortly',
+)
+
 export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
   app.openapi(
     createRoute({
@@ -50,6 +65,8 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       request: { body: { required: true, content: { 'application/json': { schema: AnyJsonObject } } } },
       responses: {
         200: { description: 'Created', content: { 'application/json': { schema: MemorySchema } } },
+        400: errorResponse('The body is not a JSON object'),
+        503: storeUnavailable,
       },
     }),
     async (c) => {
@@ -61,6 +78,7 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
           .insert(memories)
           .values({
             tenantId: identity.tenantId,
+            mode: identity.mode,
             ownerId: principalId(identity),
             content,
             body,
@@ -82,12 +100,14 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
       request: { query: MemoryListQuerySchema },
       responses: {
         200: { description: 'Memories', content: { 'application/json': { schema: MemoryListSchema } } },
+        400: errorResponse('A query parameter (limit, before) is invalid'),
+        503: storeUnavailable,
       },
     }),
     async (c) => {
       const identity = identityOf(c)
       const { limit, before } = c.req.valid('query')
-      const mine = and(eq(memories.tenantId, identity.tenantId), eq(memories.ownerId, principalId(identity)))
+      const mine = ownedBy(identity)
       const rows = await withRequestDatabase(c, 'knowledge', async (db) =>
         db
           .select()
@@ -126,15 +146,14 @@ export function memoryRoutes(app: OpenAPIHono<FamilyEnv<KnowledgeEnv>>): void {
           description: 'Matches, best first',
           content: { 'application/json': { schema: MemorySearchResultSchema } },
         },
+        400: errorResponse('The body is invalid (query missing, k outside 1 to 100)'),
+        503: storeUnavailable,
       },
     }),
     async (c) => {
       const identity = identityOf(c)
       const { query, k } = c.req.valid('json')
-      const owner = and(
-        eq(memories.tenantId, identity.tenantId),
-        eq(memories.ownerId, principalId(identity)),
-      )!
+      const owner = ownedBy(identity)
       const rows = await withRequestDatabase(c, 'knowledge', async (db) => {
         const lexical = await lexicalCandidates(
           db,

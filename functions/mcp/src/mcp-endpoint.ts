@@ -14,6 +14,7 @@
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createRoute, z } from '@hono/zod-openapi'
 import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server'
+import { actionRequiredOrErrorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import { actionRequiredError, checkFeatureAccess, resolvePlan } from '../../../shared/plans'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
@@ -88,6 +89,17 @@ export function mcpEndpointRoutes(app: OpenAPIHono<FamilyEnv<McpEnv>>): void {
           },
         },
         202: { description: 'A notification was accepted' },
+        400: {
+          description: 'The body is not a JSON-RPC message the server takes (a JSON-RPC error, id null)',
+          content: { 'application/json': { schema: JsonRpcMessage } },
+        },
+        403: actionRequiredOrErrorResponse(
+          'feature_required: the plan does not include MCP (action-required body); host_not_allowed or origin_not_allowed (DNS-rebinding protection, error body)',
+        ),
+        406: {
+          description: 'Accept does not list both application/json and text/event-stream (a JSON-RPC error)',
+          content: { 'application/json': { schema: JsonRpcMessage } },
+        },
       },
     }),
   )

@@ -39,14 +39,16 @@ function testKey(tenantId: string, role: Identity['role'] = 'owner'): Identity {
   return apiKeyIdentity({
     tenantId,
     role,
+    mode: 'test',
     principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
   })
 }
 
-/** A person signed in (their own login), as the console's token is. */
-function login(tenantId: string, role: Identity['role']): Identity {
+/** A person signed in (their own login), as the console's token is, with the switch on `mode`. */
+function login(tenantId: string, role: Identity['role'], mode: Identity['mode'] = 'test'): Identity {
   return {
     tenantId,
+    mode,
     principal: {
       kind: 'access_token',
       subject: `user:${crypto.randomUUID()}`,
@@ -179,6 +181,33 @@ describe('GET /platform/v1/agent-runs', () => {
     // Still running: the other workspace's cancel changed nothing.
     const status = await code(mine, 'GET', `/svc/agents/runs/${runId}`)
     expect(((await status.json()) as { state: string }).state).toBe('awaiting_approval')
+  })
+
+  it("never shows the other mode's runs: a person's live view lacks the test runs, its own included", async () => {
+    const tenantId = await createTenant()
+    const key = testKey(tenantId)
+    const personTest = login(tenantId, 'owner', 'test')
+    const personLive = { ...personTest, mode: 'live' as const }
+    const keyRun = await startRun(key)
+    const personRun = await startRun(personTest)
+    await listed(personTest, { [keyRun]: 'awaiting_approval', [personRun]: 'awaiting_approval' })
+    expect((await list(personLive)).data).toEqual([])
+    expect((await list(personLive, '?mode=test')).data).toEqual([])
+    for (const runId of [keyRun, personRun]) {
+      for (const [method, path] of [
+        ['GET', `${BASE}/${runId}`],
+        ['POST', `${BASE}/${runId}/cancel`],
+      ] as const) {
+        const res = await platform(personLive, method, path)
+        expect(res.status, `${method} ${path}`).toBe(404)
+        expect(await errorOf(res)).toMatchObject({ code: 'run_not_found' })
+      }
+    }
+    // The person's own run, asked for in live mode, is not there either (its object is another).
+    expect((await code(personLive, 'GET', `/svc/agents/runs/${personRun}`)).status).toBe(404)
+    expect((await code(personLive, 'DELETE', `/svc/agents/runs/${personRun}`)).status).toBe(404)
+    const status = await code(personTest, 'GET', `/svc/agents/runs/${personRun}`)
+    expect(await status.json()).toMatchObject({ state: 'awaiting_approval', test_mode: true })
   })
 
   it('shows a member only the runs it started; owners and admins see them all', async () => {

@@ -28,7 +28,9 @@ export const AgentRunSummarySchema = z
     object: z.literal('agent_run'),
     id: z.uuid().openapi({ description: 'The run id (run_id in its events)' }),
     state: z.enum(RUN_STATES),
-    mode: z.enum(API_KEY_MODES).openapi({ description: 'test: started with a test key (never billed)' }),
+    mode: z.enum(API_KEY_MODES).openapi({
+      description: 'test: started in test mode (a test key, or a person in test mode; never billed)',
+    }),
     agent_mode: z.enum(AGENT_MODES).openapi({ description: 'The agent mode of its last turn' }),
     model: z.string(),
     started_by: AgentRunStarterSchema,
@@ -50,7 +52,10 @@ export type AgentRunSummary = z.infer<typeof AgentRunSummarySchema>
 
 export const AgentRunListQuerySchema = z.object({
   state: z.enum(RUN_STATES).optional(),
-  mode: z.enum(API_KEY_MODES).optional().openapi({ description: 'Runs started with live or with test keys' }),
+  mode: z.enum(API_KEY_MODES).optional().openapi({
+    description:
+      "The list shows the caller's mode only (a key's own, a person's x-svc-mode); naming the other mode lists nothing",
+  }),
   agent_mode: z.enum(AGENT_MODES).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   cursor: z

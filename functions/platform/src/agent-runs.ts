@@ -3,7 +3,8 @@
  * object): a page newest first, one run with its live status, and the admin cancel. Owners and
  * admins see and cancel every run of the workspace; a member the runs it started, with its own
  * login or with a key it may see (api-key-store.ts), like the keys list. Every query is scoped by
- * the caller's tenant, so another workspace's run is a 404 like one that does not exist.
+ * the caller's tenant and mode, so another workspace's run, or a run of the other mode, is a 404
+ * like one that does not exist.
  *
  * The cancel is the run's own (durable-objects/agent-run/run-client.ts, as DELETE
  * /svc/agents/runs/{runId}), addressed to the run's owner from the index row, and is in the
@@ -43,9 +44,9 @@ const ambiguous = errorResponse(
 
 type IndexRow = typeof agentRuns.$inferSelect
 
-/** The runs the caller may see and cancel. */
+/** The runs the caller may see and cancel: of its tenant and mode, and its own unless an administrator. */
 function visibleRuns(db: Drizzle, identity: Identity): SQL {
-  const tenant = eq(agentRuns.tenantId, identity.tenantId)
+  const tenant = and(eq(agentRuns.tenantId, identity.tenantId), eq(agentRuns.mode, identity.mode))!
   if (isAdministrator(identity)) return tenant
   const ownKeys = db.select({ id: apiKeys.id }).from(apiKeys).where(apiKeyScope(identity))
   return and(
@@ -59,8 +60,8 @@ function summaryOf(row: IndexRow): AgentRunSummary {
     object: 'agent_run',
     id: row.runId,
     state: row.state as AgentRunSummary['state'],
-    mode: row.testMode ? 'test' : 'live',
-    agent_mode: row.mode as AgentRunSummary['agent_mode'],
+    mode: row.mode,
+    agent_mode: row.agentMode as AgentRunSummary['agent_mode'],
     model: row.model,
     started_by: { principal: row.principal, api_key_id: row.apiKeyId, user_id: row.userId },
     turn_count: row.turnCount,
@@ -127,7 +128,11 @@ function agentRunsOf(env: PlatformEnv): AgentRunNamespace {
   )
 }
 
-const ownerOf = (row: IndexRow): RunOwner => ({ tenantId: row.tenantId, principalId: row.principal })
+const ownerOf = (row: IndexRow): RunOwner => ({
+  tenantId: row.tenantId,
+  mode: row.mode,
+  principalId: row.principal,
+})
 
 export function agentRunRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
   app.openapi(
@@ -155,8 +160,9 @@ export function agentRunRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
             and(
               visibleRuns(db, identity),
               query.state ? eq(agentRuns.state, query.state) : undefined,
-              query.mode ? eq(agentRuns.testMode, query.mode === 'test') : undefined,
-              query.agent_mode ? eq(agentRuns.mode, query.agent_mode) : undefined,
+              // The caller's mode only (visibleRuns): naming the other one finds nothing.
+              query.mode ? eq(agentRuns.mode, query.mode) : undefined,
+              query.agent_mode ? eq(agentRuns.agentMode, query.agent_mode) : undefined,
               after ? afterPageKey(agentRuns.createdAt, agentRuns.id, after) : undefined,
             ),
           )

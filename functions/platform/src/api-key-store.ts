@@ -3,11 +3,13 @@
  * the old one expires at the end of the grace period and points at the new one), revoke. Every
  * query is scoped by the caller's tenant; what a caller may see or touch is decided here too:
  * owners and admins manage the workspace's keys (never one of a higher role than their own),
- * members see only the keys they created and the key they are calling with.
+ * members see only the keys they created and the key they are calling with. A key created or
+ * rotated can do no more than the credential creating it (shared/auth/credential-ceiling.ts).
  */
 import type { z } from '@hono/zod-openapi'
 import { and, desc, eq, isNull, or, type SQL } from 'drizzle-orm'
 import { API_KEY_PREFIX, apiKeySuffix, generateApiKey, hashApiKey } from '../../../shared/auth/api-keys'
+import { assertWithinCeiling } from '../../../shared/auth/credential-ceiling'
 import type { Drizzle } from '../../../shared/db/client'
 import { type ApiKeyMode, apiKeys, type MemberRole } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
@@ -131,7 +133,7 @@ export async function createApiKey(
   identity: Identity,
   input: CreateApiKeyInput,
 ): Promise<{ view: ApiKeyView; key: string }> {
-  if (RANK[input.role] > RANK[identity.role]) throw outranked(identity, input.role, 'create')
+  assertWithinCeiling(identity, input, 'the new API key')
   const key = generateApiKey(input.mode)
   const [row] = await db
     .insert(apiKeys)
@@ -151,20 +153,17 @@ export async function createApiKey(
   return { view: renderApiKey(row!), key }
 }
 
-/** A key an administrator may change: in the tenant, not revoked, not expired, not outranking. */
-async function changeableKey(
-  db: Drizzle,
-  identity: Identity,
-  id: string,
-  action: string,
-  now: Date,
-): Promise<ApiKeyRow> {
+/**
+ * A key an administrator may rotate: in the tenant, not revoked, not expired, and its successor
+ * (same scopes, role and mode) within the caller's ceiling.
+ */
+async function rotatableKey(db: Drizzle, identity: Identity, id: string, now: Date): Promise<ApiKeyRow> {
   const [row] = await db
     .select()
     .from(apiKeys)
     .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
   if (!row) throw notFound(id)
-  if (RANK[row.role] > RANK[identity.role]) throw outranked(identity, row.role, action)
+  assertWithinCeiling(identity, row, `the successor of API key ${id}`)
   if (row.revokedAt) {
     throw new AppError(
       409,
@@ -195,7 +194,7 @@ export async function rotateApiKey(
   now = new Date(),
 ): Promise<{ view: ApiKeyView; key: string; previous: ApiKeyView }> {
   return db.transaction(async (tx) => {
-    const old = await changeableKey(tx, identity, id, 'rotate', now)
+    const old = await rotatableKey(tx, identity, id, now)
     if (old.replacedBy) {
       throw new AppError(
         409,

@@ -293,3 +293,53 @@ describe('API keys: tenancy and roles', () => {
     expect((await list(admin)).map((k) => k.id).sort()).toEqual([ownerKey.id, memberKey.id].sort())
   })
 })
+
+describe('API keys: the creator is the ceiling', () => {
+  const ceilingRefusal = async (res: Response, parts: string[]) => {
+    expect(res.status, await res.clone().text()).toBe(403)
+    const error = await errorOf(res)
+    expect(error.code).toBe('credential_ceiling_exceeded')
+    for (const part of parts) expect(error.message).toContain(part)
+  }
+
+  it('a scoped or test key mints only keys within its scopes, role and mode', async () => {
+    const tenantId = await createTenant()
+    const scoped = apiKeyIdentity({ tenantId, role: 'admin', scopes: ['platform:write'] })
+    const testKey = apiKeyIdentity({
+      tenantId,
+      principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+    })
+    // The issue's reproduction: an unscoped admin key, a live key and wider scopes from such keys.
+    await ceilingRefusal(await call(scoped, 'POST', BASE, { name: 'x', mode: 'live', role: 'admin' }), [
+      'scope chat:write',
+      'scope telemetry:write',
+    ])
+    await ceilingRefusal(
+      await call(scoped, 'POST', BASE, { name: 'x', mode: 'live', scopes: ['platform:write', 'chat:write'] }),
+      ['scope chat:write'],
+    )
+    await ceilingRefusal(await call(testKey, 'POST', BASE, { name: 'x', mode: 'live' }), ['mode live'])
+    // Within the ceiling: the same or fewer scopes (a write scope holds its read scope), test from test.
+    expect((await create(scoped, { scopes: ['platform:read'], role: 'admin' })).scopes).toEqual([
+      'platform:read',
+    ])
+    expect((await create(testKey, { mode: 'test', role: 'owner' })).mode).toBe('test')
+    expect(await list(apiKeyIdentity({ tenantId }))).toHaveLength(2)
+  })
+
+  it('rotation is minting: a successor wider than the caller is refused, the key untouched', async () => {
+    const me = await owner()
+    const live = await create(me, { name: 'live backend' })
+    const testKey = apiKeyIdentity({
+      tenantId: me.tenantId,
+      principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+    })
+    const scoped = apiKeyIdentity({ tenantId: me.tenantId, scopes: ['platform:write'] })
+    await ceilingRefusal(await call(testKey, 'POST', `${BASE}/${live.id}/rotate`, {}), ['mode live'])
+    await ceilingRefusal(await call(scoped, 'POST', `${BASE}/${live.id}/rotate`, {}), ['scope chat:write'])
+    expect((await call(me, 'GET', `${BASE}/${live.id}`)).status).toBe(200)
+    expect(((await (await call(me, 'GET', `${BASE}/${live.id}`)).json()) as Key).replaced_by).toBeNull()
+    const rotated = await call(me, 'POST', `${BASE}/${live.id}/rotate`, {})
+    expect(rotated.status).toBe(201)
+  })
+})

@@ -36,7 +36,7 @@ import { errorResponse } from './platform.schemas'
 const TAGS = ['API keys']
 const BASE = '/platform/v1/api-keys'
 const forbidden = errorResponse(
-  'insufficient_role: members only read their own keys; nobody changes a key of a higher role than their own',
+  'insufficient_role: members only read their own keys; nobody revokes a key of a higher role than their own. credential_ceiling_exceeded: the key created (or the successor of the key rotated) would exceed the calling credential in scopes, role or mode; the message names each part',
 )
 const notFound = errorResponse('api_key_not_found in this workspace (or not visible to a member)')
 const conflict = errorResponse('api_key_revoked, api_key_expired or api_key_already_rotated')
@@ -106,7 +106,7 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       tags: TAGS,
       summary: 'Create a key; the response holds its secret, shown only once',
       description:
-        "The secret is stored only as its SHA-256. Owners and admins; the key role is at most the creator's. Recorded in the audit log (`api_key.changed`, created) before the answer.",
+        "The secret is stored only as its SHA-256. Owners and admins. The creator is the ceiling: the key's scopes within the creator's (no scopes means every scope, so only an unscoped creator makes an unscoped key), its role at most the creator's, and a test key creates only test keys; otherwise 403 `credential_ceiling_exceeded`. Recorded in the audit log (`api_key.changed`, created) before the answer.",
       request: { body: { required: true, content: { 'application/json': { schema: ApiKeyCreateSchema } } } },
       responses: {
         201: { description: 'Created', content: { 'application/json': { schema: ApiKeyWithSecretSchema } } },
@@ -166,7 +166,7 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       tags: TAGS,
       summary: 'Rotate: a new secret now, the old one working for a grace period',
       description:
-        'The new key keeps the name, mode, role, scopes and expiry. The old key answers until `grace_period_seconds` from now (0: at once), then 401 `expired_api_key`. The gateway isolate that served this call applies the new expiry at once, others within API_KEY_CACHE_TTL_SECONDS.',
+        'The new key keeps the name, mode, role, scopes and expiry, which must be within the calling credential (403 `credential_ceiling_exceeded`, as on create). The old key answers until `grace_period_seconds` from now (0: at once), then 401 `expired_api_key`. The gateway isolate that served this call applies the new expiry at once, others within API_KEY_CACHE_TTL_SECONDS.',
       request: {
         params: ApiKeyParamsSchema,
         body: { required: false, content: { 'application/json': { schema: ApiKeyRotateSchema } } },

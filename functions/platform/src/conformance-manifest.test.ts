@@ -40,8 +40,11 @@ describe('conformance manifest (what /trust/conformance publishes)', () => {
     }
   })
 
-  it('gives the source of every runtime self-test', async () => {
-    const report = await createSelfTestSuite().run()
-    expect(report.tests.map((t) => t.name).filter((name) => !SELF_TEST_SOURCES[name])).toEqual([])
-  })
+  it.each(['webcrypto', 'noble'] as const)(
+    'gives the source of every runtime self-test on %s',
+    async (implementation) => {
+      const report = await createSelfTestSuite(undefined, { postQuantum: () => implementation }).run()
+      expect(report.tests.map((t) => t.name).filter((name) => !SELF_TEST_SOURCES[name])).toEqual([])
+    },
+  )
 })

@@ -14,19 +14,29 @@ export interface CryptoLibrary {
 
 export const CRYPTO_LIBRARIES: readonly CryptoLibrary[] = [
   {
+    name: 'workerd',
+    role: "The Workers runtime's WebCrypto (BoringSSL): ML-DSA signing and verification (tokens, receipts, attestations, checkpoint cosignatures) and ML-KEM, with the webcrypto_modern_algorithms compatibility flag every worker sets; Ed25519, SHA-256/384/512, HMAC, the CSPRNG",
+    implements: [
+      'ML-DSA-44',
+      'ML-DSA-65',
+      'ML-DSA-87',
+      'ML-KEM-768',
+      'Ed25519',
+      'SHA-256',
+      'SHA-384',
+      'SHA-512',
+      'HMAC-SHA-256',
+    ],
+  },
+  {
     name: '@noble/post-quantum',
-    role: 'ML-DSA signing and verification (tokens, attestations, checkpoint cosignatures); ML-KEM and SLH-DSA self-tests',
+    role: 'ML-DSA and ML-KEM in JavaScript, used only where the runtime has no native implementation (a runtime without the flag; the Node scripts that generate signing keys); the SLH-DSA self-test',
     implements: ['ML-DSA-44', 'ML-DSA-65', 'ML-DSA-87', 'ML-KEM-768', 'SLH-DSA-SHAKE-128f'],
   },
   {
     name: '@noble/hashes',
     role: "SHA-256 of the audit logs' Merkle trees and key IDs, SHAKE256, Argon2id password hashing",
     implements: ['SHA-256', 'SHAKE256', 'Argon2id'],
-  },
-  {
-    name: 'workerd',
-    role: "The Workers runtime's WebCrypto (BoringSSL): Ed25519, SHA-256/384/512, HMAC, the CSPRNG",
-    implements: ['Ed25519', 'SHA-256', 'SHA-384', 'SHA-512', 'HMAC-SHA-256'],
   },
   {
     name: 'jose',

@@ -145,3 +145,38 @@ describe('service accounts: who may manage them', () => {
     expect((await list(me)).map((a) => a.name)).toEqual(['deployer'])
   })
 })
+
+describe('service accounts: the creator is the ceiling', () => {
+  it('a scoped credential creates or rotates only accounts within its scopes; a test key none', async () => {
+    const me = await owner()
+    const scoped = apiKeyIdentity({
+      tenantId: me.tenantId,
+      role: 'admin',
+      scopes: ['platform:write', 'chat:write'],
+    })
+    const testKey = apiKeyIdentity({
+      tenantId: me.tenantId,
+      principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+    })
+    for (const [who, body, parts] of [
+      [scoped, { name: 'wide' }, ['scope agents:write', 'scope knowledge:write']],
+      [scoped, { name: 'wider', scopes: ['chat:write', 'reasoning:write'] }, ['scope reasoning:write']],
+      [testKey, { name: 'live', scopes: ['chat:write'] }, ['mode live']],
+    ] as const) {
+      const res = await call(who, 'POST', BASE, body)
+      expect(res.status, JSON.stringify(body)).toBe(403)
+      const error = await errorOf(res)
+      expect(error.code).toBe('credential_ceiling_exceeded')
+      for (const part of parts) expect(error.message).toContain(part)
+    }
+    expect((await create(scoped, { name: 'chat', scopes: ['chat:write'] })).scopes).toEqual(['chat:write'])
+
+    const unscoped = await create(me, { name: 'everything' })
+    for (const who of [scoped, testKey]) {
+      const res = await call(who, 'POST', `${BASE}/${unscoped.id}/rotate`)
+      expect(res.status).toBe(403)
+      expect((await errorOf(res)).code).toBe('credential_ceiling_exceeded')
+    }
+    expect((await call(me, 'POST', `${BASE}/${unscoped.id}/rotate`)).status).toBe(200)
+  })
+})

@@ -1,14 +1,18 @@
 /**
  * Service-account administration (owners and admins): list, create (the secret is returned once),
  * rotate the secret (the old one stops working at once), revoke. The spec says accounts are made
- * "in the admin portal or API" without showing the API; this is it.
+ * "in the admin portal or API" without showing the API; this is it. An account created or given a
+ * new secret can do no more than the calling credential (shared/auth/credential-ceiling.ts).
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
+import { assertWithinCeiling } from '../../../shared/auth/credential-ceiling'
 import {
   createServiceAccount,
+  getActiveServiceAccount,
   listServiceAccounts,
   revokeServiceAccount,
   rotateServiceAccountSecret,
+  serviceAccountPowers,
 } from '../../../shared/auth/service-accounts'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
@@ -24,7 +28,9 @@ import {
 } from './platform.schemas'
 
 const TAGS = ['Service accounts']
-const forbidden = errorResponse('insufficient_role: only owners and admins manage service accounts')
+const forbidden = errorResponse(
+  'insufficient_role: only owners and admins manage service accounts. credential_ceiling_exceeded: the account (member role, live) would have scopes the calling credential lacks, or the caller is a test key; the message names each part',
+)
 const notFound = errorResponse('service_account_not_found (or already revoked)')
 
 export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
@@ -58,7 +64,7 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
       tags: TAGS,
       summary: 'Create a service account; the response holds its secret, shown only once',
       description:
-        'Exchange the id and secret at POST /auth/service-token for an access token. The secret is stored only as an Argon2id hash.',
+        "Exchange the id and secret at POST /auth/service-token for an access token. The secret is stored only as an Argon2id hash. The account acts with the member role and is live, and its scopes must be within the calling credential's (no scopes means every scope): a scoped or test credential cannot create an unscoped account (403 `credential_ceiling_exceeded`).",
       request: {
         body: { required: true, content: { 'application/json': { schema: ServiceAccountCreateSchema } } },
       },
@@ -73,6 +79,7 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
     async (c) => {
       const identity = requireAdmin(c, 'create service accounts')
       const body = c.req.valid('json')
+      assertWithinCeiling(identity, serviceAccountPowers(body.scopes), 'the new service account')
       const { account, secret } = await withRequestDatabase(c, 'platform', (db) =>
         createServiceAccount(db, {
           tenantId: identity.tenantId,
@@ -102,7 +109,7 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
       tags: TAGS,
       summary: 'Replace the secret; the old secret stops working at once',
       description:
-        'Access tokens already issued stay valid until they expire (AUTH_ACCESS_TOKEN_TTL_SECONDS).',
+        "Access tokens already issued stay valid until they expire (AUTH_ACCESS_TOKEN_TTL_SECONDS). The account must be within the calling credential's ceiling, as on create (403 `credential_ceiling_exceeded`).",
       request: { params: ServiceAccountParamsSchema },
       responses: {
         200: {
@@ -116,9 +123,15 @@ export function serviceAccountRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
     async (c) => {
       const identity = requireAdmin(c, 'rotate service-account secrets')
       const { serviceAccountId } = c.req.valid('param')
-      const { account, secret } = await withRequestDatabase(c, 'platform', (db) =>
-        rotateServiceAccountSecret(db, identity.tenantId, serviceAccountId),
-      )
+      const { account, secret } = await withRequestDatabase(c, 'platform', async (db) => {
+        const existing = await getActiveServiceAccount(db, identity.tenantId, serviceAccountId)
+        assertWithinCeiling(
+          identity,
+          serviceAccountPowers(existing.scopes),
+          `a new secret of service account ${serviceAccountId}`,
+        )
+        return rotateServiceAccountSecret(db, identity.tenantId, serviceAccountId)
+      })
       await recordAuditEvent(c, {
         kind: 'service_account.changed',
         action: 'rotated',

@@ -186,6 +186,7 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
           tests: (posture.selfTests?.report.tests ?? []).map((t) => ({
             name: t.name,
             algorithm: t.algorithm,
+            implementation: t.implementation ?? null,
             passed: t.passed,
             vector: SELF_TEST_SOURCES[t.name] ?? null,
           })),

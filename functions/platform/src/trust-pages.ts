@@ -14,6 +14,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { auditLogOf } from '../../../durable-objects/audit-log/audit-client'
+import { errorResponse } from '../../../shared/http/error-body'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import { auditLogNamespace } from './audit-log'
 import { ACVP_REVISIONS, SELF_TEST_SOURCES, VECTOR_SETS } from './conformance-manifest'
@@ -22,7 +23,7 @@ import { BUILD_FACTS } from './posture'
 
 const PAGE_TTL_MS = 60_000
 const NOT_VALIDATED =
-  "The algorithms run in JavaScript libraries (@noble/post-quantum, @noble/hashes) and the Workers runtime's WebCrypto. Passing these vectors shows the implementations compute the standards' answers; it is not a FIPS 140-3 (CMVP) validation, and none is claimed."
+  "ML-DSA and ML-KEM run in the Workers runtime's WebCrypto (workerd, BoringSSL, with the webcrypto_modern_algorithms compatibility flag), and in the JavaScript library @noble/post-quantum only where a runtime lacks them; each runtime self-test names the implementation it tested. Ed25519 and SHA-2 run in WebCrypto, SHAKE256 and Argon2id in @noble/hashes. Passing these vectors shows the implementations compute the standards' answers; it is not a FIPS 140-3 (CMVP) validation, and none is claimed."
 
 async function conformanceDocument(env: PlatformEnv) {
   const stored = await auditLogOf(auditLogNamespace(env), null).selfTests()
@@ -43,6 +44,8 @@ async function conformanceDocument(env: PlatformEnv) {
             name: t.name,
             algorithm: t.algorithm,
             kind: t.kind,
+            // Reports stored before implementations were recorded have none.
+            implementation: t.implementation ?? null,
             passed: t.passed,
             vector: SELF_TEST_SOURCES[t.name] ?? null,
           })),
@@ -84,7 +87,7 @@ function entropyDocument() {
       {
         step: 'libraries',
         source:
-          "@noble/post-quantum and @noble/hashes draw randomness only through crypto.getRandomValues (noble's randomBytes); they keep no generator of their own.",
+          "WebCrypto's ML-DSA signing and ML-KEM encapsulation draw from the same BoringSSL generator; @noble/post-quantum (the fallback) and @noble/hashes draw randomness only through crypto.getRandomValues (noble's randomBytes). None keeps a generator of its own.",
       },
     ],
     consumers: [
@@ -117,8 +120,8 @@ function entropyDocument() {
       {
         what: 'ML-DSA signature randomness (hedged signing, FIPS 204 rnd)',
         bits: 256,
-        from: `32 fresh bytes per signature from ${CSPRNG}`,
-        code: '@noble/post-quantum ml_dsa*.sign',
+        from: `32 fresh bytes per signature from ${CSPRNG}, inside WebCrypto sign (noble's ml_dsa*.sign where the runtime lacks ML-DSA)`,
+        code: 'shared/crypto/post-quantum.ts',
       },
       {
         what: 'Access-token jti',
@@ -167,20 +170,22 @@ function conformanceHtml(doc: Awaited<ReturnType<typeof conformanceDocument>>): 
   return page(
     'Conformance evidence',
     `<p>${escapeHtml(doc.statement)}</p><h2>Runtime self-tests</h2>${status}${table(
-      ['test', 'algorithm', 'result', 'vector'],
+      ['test', 'algorithm', 'implementation', 'result', 'vector'],
       runtime.tests.map((t) => [
         `<code>${escapeHtml(t.name)}</code>`,
         escapeHtml(t.algorithm),
+        escapeHtml(t.implementation ?? ''),
         t.passed ? '<span class="ok">passed</span>' : '<span class="bad">failed</span>',
         escapeHtml(t.vector ?? ''),
       ]),
     )}<h2>Vector sets checked on every build</h2>${table(
-      ['vector set', 'source', 'revision', 'cases', 'test'],
+      ['vector set', 'source', 'revision', 'cases', 'implementations', 'test'],
       doc.vector_sets.map((v) => [
         escapeHtml(v.name),
         escapeHtml(v.source),
         escapeHtml(v.revision),
         String(v.cases),
+        escapeHtml(v.implementation),
         `<code>${escapeHtml(v.test)}</code>`,
       ]),
     )}<h2>Libraries</h2>${table(
@@ -241,11 +246,20 @@ const FormatQuery = z.object({
 })
 
 export function trustPageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
-  const routes = [
+  const routes: {
+    path: string
+    operationId: string
+    summary: string
+    /** What makes the page unavailable (503), for a page built from stored state. */
+    unavailable?: string
+    build: (env: PlatformEnv) => Promise<{ body: string; html: string }>
+  }[] = [
     {
       path: '/trust/conformance',
       operationId: 'getConformanceEvidence',
       summary: "Conformance evidence: vector sets passed and this deployment's runtime self-tests (public)",
+      unavailable:
+        'audit_log_unavailable: the self-test evidence (kept by the audit log) cannot be read; retry shortly',
       build: async (env: PlatformEnv) => {
         const doc = await conformanceDocument(env)
         return { body: JSON.stringify(doc), html: conformanceHtml(doc) }
@@ -278,6 +292,7 @@ export function trustPageRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void 
               'application/json': { schema: z.record(z.string(), z.unknown()) },
             },
           },
+          ...(route.unavailable ? { 503: errorResponse(route.unavailable) } : {}),
         },
       }),
     )

@@ -17,6 +17,16 @@ import { UsageRequestListSchema, UsageSchema } from './workspace.schemas'
 
 const pro = getPlan('pro', PLAN_CATALOG)!
 
+/** A test key: the rows below are test usage, which test mode sees (live mode does not). */
+const testCaller = (overrides: Parameters<typeof apiKeyIdentity>[0] = {}): Identity => {
+  const identity = apiKeyIdentity(overrides)
+  const principal =
+    identity.principal.kind === 'api_key'
+      ? { ...identity.principal, mode: 'test' as const }
+      : identity.principal
+  return { ...identity, mode: 'test', principal }
+}
+
 const requests = async (identity: Identity, query = '') => {
   const res = await callFamily(PlatformWorker, databaseEnv, `/platform/v1/usage/requests${query}`, {
     identity,
@@ -87,16 +97,16 @@ describe('GET /platform/v1/usage/requests: status and latency', () => {
       })
     })
 
-    const list = await requests(apiKeyIdentity({ tenantId }))
+    const list = await requests(testCaller({ tenantId }))
     expect(list.data.map((r) => [r.request_id, r.status, r.latency_ms, r.estimated])).toEqual([
       ['req-orphan', null, null, true],
       ['req-failed-stream', 502, 9_001, false],
       ['req-ok', 200, 412, false],
       ['req-before-columns', null, null, false],
     ])
-    expect((await requests(apiKeyIdentity({ tenantId: otherTenant }))).data.map((r) => r.request_id)).toEqual(
-      ['req-elsewhere'],
-    )
+    expect((await requests(testCaller({ tenantId: otherTenant }))).data.map((r) => r.request_id)).toEqual([
+      'req-elsewhere',
+    ])
   })
 
   it('a request that failed after admission is listed with its status; the charts count it, its tokens and credits are zero', async () => {
@@ -121,7 +131,7 @@ describe('GET /platform/v1/usage/requests: status and latency', () => {
         now,
       ),
     )
-    const owner = apiKeyIdentity({ tenantId })
+    const owner = testCaller({ tenantId })
     expect((await requests(owner)).data[0]).toMatchObject({
       request_id: 'req-down',
       status: 502,
@@ -154,12 +164,38 @@ describe('GET /platform/v1/usage/requests: status and latency', () => {
         now,
       ),
     )
-    const member = apiKeyIdentity({ tenantId, keyId: mine, role: 'member' })
+    const member = testCaller({ tenantId, keyId: mine, role: 'member' })
     expect((await requests(member)).data.map((r) => [r.request_id, r.status, r.latency_ms])).toEqual([
       ['req-mine', 200, 77],
     ])
     // Asking for the colleague's key by id does not widen a member's view.
     expect((await requests(member, `?key_id=${colleague}`)).data).toEqual([])
+  })
+
+  it("shows the caller's mode only: live usage live, test usage in test mode, naming the other mode shows nothing", async () => {
+    const tenantId = await createTenant()
+    const keyId = crypto.randomUUID()
+    const now = Date.now()
+    await withTestDatabase(async (db) => {
+      await flushLedger(db, tenantId, 'test', [entry('req-test', keyId, now - 2_000)], pro, now)
+      await flushLedger(
+        db,
+        tenantId,
+        'live',
+        [entry('req-live', keyId, now - 1_000, { mode: 'live' })],
+        pro,
+        now,
+      )
+    })
+    const live = apiKeyIdentity({ tenantId })
+    const test = testCaller({ tenantId })
+    expect((await requests(live)).data.map((r) => r.request_id)).toEqual(['req-live'])
+    expect((await requests(test)).data.map((r) => r.request_id)).toEqual(['req-test'])
+    expect((await requests(live, '?mode=test')).data).toEqual([])
+    const report = await callFamily(PlatformWorker, databaseEnv, '/platform/v1/usage?days=7&mode=test', {
+      identity: live,
+    })
+    expect(UsageSchema.parse(await report.json()).data).toEqual([])
   })
 })
 
@@ -173,7 +209,7 @@ describe('GET /platform/v1/usage/requests: pages and the outcome filter', () => 
     await withTestDatabase((db) =>
       flushLedger(db, tenantId, 'test', [...same, entry('req-older', keyId, now - 5_000)], pro, now),
     )
-    const owner = apiKeyIdentity({ tenantId })
+    const owner = testCaller({ tenantId })
     const seen: string[] = []
     let cursor: string | null = null
     for (let page = 0; page < 10; page++) {
@@ -218,7 +254,7 @@ describe('GET /platform/v1/usage/requests: pages and the outcome filter', () => 
         now,
       ),
     )
-    const owner = apiKeyIdentity({ tenantId })
+    const owner = testCaller({ tenantId })
     const ids = async (query: string) => (await requests(owner, query)).data.map((r) => r.request_id)
     expect(await ids('?outcome=failed')).toEqual(['req-down', 'req-cut'])
     expect(await ids('?outcome=succeeded')).toEqual(['req-ok'])

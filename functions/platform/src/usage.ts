@@ -2,8 +2,10 @@
  * Usage as the console charts it, from the usage ledger (one row per metered request, written by
  * the RateLimiter within RATE_LIMIT_LEDGER_FLUSH_MS): per day, model and mode over the last `days`
  * (GET /platform/v1/usage), and the requests themselves, newest first, with the status their
- * client received and their latency (GET /platform/v1/usage/requests). Both filter by mode and by API key; a member sees only what its
- * own credential used. Every query is scoped by the caller's tenant.
+ * client received and their latency (GET /platform/v1/usage/requests). Both filter by API key; a
+ * member sees only what its own credential used. Every query is scoped by the caller's tenant and
+ * mode: test usage is seen in test mode (a test key, a person in test mode) and live usage in live
+ * mode; naming the other mode (`mode=`) shows nothing.
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, desc, eq, getTableColumns, gte, lt, type SQL, sql } from 'drizzle-orm'
@@ -26,7 +28,7 @@ function filters(
   identity: Identity,
   query: { mode?: 'live' | 'test' | undefined; key_id?: string | undefined },
 ) {
-  const where: SQL[] = [eq(usageLedger.tenantId, identity.tenantId)]
+  const where: SQL[] = [eq(usageLedger.tenantId, identity.tenantId), eq(usageLedger.mode, identity.mode)]
   if (query.mode) where.push(eq(usageLedger.mode, query.mode))
   if (query.key_id) where.push(eq(usageLedger.principal, `key:${query.key_id}`))
   // Members see what their own credential used; owners and admins the whole workspace.

@@ -104,7 +104,10 @@ export const UsageQuerySchema = z.object({
     .max(92)
     .default(30)
     .openapi({ description: 'Days back from today (UTC)' }),
-  mode: z.enum(API_KEY_MODES).optional(),
+  mode: z.enum(API_KEY_MODES).optional().openapi({
+    description:
+      "Usage is the caller's mode's only (a key's own, a person's x-svc-mode); naming the other mode shows nothing",
+  }),
   key_id: z.string().uuid().optional().openapi({ description: 'Only what this API key used' }),
 })
 
@@ -143,7 +146,10 @@ export const UsageRequestsQuerySchema = z.object({
     .max(200)
     .optional()
     .openapi({ description: "The previous page's next_cursor; omit for the newest requests" }),
-  mode: z.enum(API_KEY_MODES).optional(),
+  mode: z.enum(API_KEY_MODES).optional().openapi({
+    description:
+      "Usage is the caller's mode's only (a key's own, a person's x-svc-mode); naming the other mode shows nothing",
+  }),
   key_id: z.string().uuid().optional(),
   outcome: z.enum(['succeeded', 'failed']).optional().openapi({
     description:

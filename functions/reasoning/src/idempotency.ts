@@ -1,11 +1,12 @@
 /**
  * Which request creates a job (docs/reasoning-jobs.md, "Idempotency"). The first request with an
  * `Idempotency-Key` claims it: in one Postgres transaction, under a transaction-scoped advisory
- * lock on (tenant, key), it finds no row, checks the tenant's queue limit (under a second lock on
- * the tenant, so two new keys cannot both take the last place), and inserts the key row naming a
- * new job id. Every later request with that key finds the row: the same request (same hash of the
+ * lock on (tenant, mode, key), it finds no row, checks the queue limit of the tenant's mode
+ * (under a second lock on the tenant and mode, so two new keys cannot both take the last place),
+ * and inserts the key row naming a new job id. Keys, like jobs, are per mode: a key used in test
+ * mode is unused in live mode. Every later request with that key finds the row: the same request (same hash of the
  * canonical body) replays it (the job id, answered 200 with the job as it is now), a different
- * one is refused (409 idempotency_key_reused). The row's primary key (tenant, key) backs the lock:
+ * one is refused (409 idempotency_key_reused). The row's primary key (tenant, mode, key) backs the lock:
  * two rows for one key cannot exist whatever happens.
  *
  * Creating the job's object happens after the commit, by the winner and by every replay alike
@@ -25,6 +26,7 @@ import {
   upgradeHeaders,
 } from '../../../shared/plans'
 import { cheapestUpgrade } from '../../../shared/plans/plan-catalog'
+import type { TenantScope } from '../../../shared/worker/request-context'
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key'
 export const KEY_TTL_HOURS = 24
@@ -74,7 +76,7 @@ export function requestHash(request: JobCreateRequest, mode: 'live' | 'test'): s
   return `sha256:${sha256Hex(canonical)}`
 }
 
-function queueFull(plan: BillingPlan, catalog: PlanCatalog, used: number): AppError {
+function queueFull(plan: BillingPlan, catalog: PlanCatalog, used: number, mode: string): AppError {
   const limit = plan.reasoningQueueLimit
   const decision = buildUpgradeDecision({
     reason: 'rate_limited',
@@ -94,7 +96,7 @@ function queueFull(plan: BillingPlan, catalog: PlanCatalog, used: number): AppEr
   return new AppError(
     429,
     'rate_limited',
-    `Your workspace has ${used} reasoning jobs queued or running, the ${plan.name} plan's limit (${limit}). Wait for one to finish (retry in ${QUEUE_RETRY_AFTER_SECONDS} s), cancel a queued one, or upgrade for a longer queue.`,
+    `Your workspace has ${used} ${mode}-mode reasoning jobs queued or running, the ${plan.name} plan's limit (${limit}). Wait for one to finish (retry in ${QUEUE_RETRY_AFTER_SECONDS} s), cancel a queued one, or upgrade for a longer queue.`,
     { headers: upgradeHeaders(decision), extraBody: { svc_upgrade: decision } },
   )
 }
@@ -102,21 +104,22 @@ function queueFull(plan: BillingPlan, catalog: PlanCatalog, used: number): AppEr
 export async function claimIdempotencyKey(
   db: Drizzle,
   input: {
-    readonly tenantId: string
+    readonly scope: TenantScope
     readonly key: string
     readonly requestHash: string
     readonly plan: BillingPlan
     readonly catalog: PlanCatalog
   },
 ): Promise<KeyClaim> {
-  const { tenantId, key } = input
+  const { key } = input
+  const { tenantId, mode } = input.scope
   return db.transaction(async (tx) => {
     await tx.execute(
-      sql`select pg_advisory_xact_lock(hashtextextended(${`reasoning-key:${tenantId}:${key}`}, 0))`,
+      sql`select pg_advisory_xact_lock(hashtextextended(${`reasoning-key:${tenantId}:${mode}:${key}`}, 0))`,
     )
     const found = await tx.execute<{ request_hash: string; job_id: string }>(sql`
       select request_hash, job_id from reasoning_idempotency_keys
-      where tenant_id = ${tenantId}::uuid and key = ${key}
+      where tenant_id = ${tenantId}::uuid and mode = ${mode} and key = ${key}
         and created_at > now() - make_interval(hours => ${KEY_TTL_HOURS})`)
     const row = found.rows[0]
     if (row) {
@@ -130,30 +133,32 @@ export async function claimIdempotencyKey(
       }
       return { kind: 'replay', jobId: row.job_id }
     }
-    await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`reasoning-queue:${tenantId}`}, 0))`)
+    await tx.execute(
+      sql`select pg_advisory_xact_lock(hashtextextended(${`reasoning-queue:${tenantId}:${mode}`}, 0))`,
+    )
     await tx.execute(sql`
       delete from reasoning_idempotency_keys
-      where tenant_id = ${tenantId}::uuid and created_at <= now() - make_interval(hours => ${KEY_TTL_HOURS})`)
+      where tenant_id = ${tenantId}::uuid and mode = ${mode} and created_at <= now() - make_interval(hours => ${KEY_TTL_HOURS})`)
     const running = ['queued', ...RUNNING_STATUSES]
     const counted = await tx.execute<{ n: string }>(sql`
       select (
         select count(*) from reasoning_jobs
-        where tenant_id = ${tenantId}::uuid and status in (${sql.join(
+        where tenant_id = ${tenantId}::uuid and mode = ${mode} and status in (${sql.join(
           running.map((s) => sql`${s}`),
           sql`, `,
         )})
       ) + (
         select count(*) from reasoning_idempotency_keys k
-        where k.tenant_id = ${tenantId}::uuid
+        where k.tenant_id = ${tenantId}::uuid and k.mode = ${mode}
           and k.created_at > now() - make_interval(secs => ${PENDING_CLAIM_SECONDS})
           and not exists (select 1 from reasoning_jobs j where j.id = k.job_id)
       ) as n`)
     const used = Number(counted.rows[0]?.n ?? 0)
-    if (used >= input.plan.reasoningQueueLimit) throw queueFull(input.plan, input.catalog, used)
+    if (used >= input.plan.reasoningQueueLimit) throw queueFull(input.plan, input.catalog, used, mode)
     const jobId = crypto.randomUUID()
     await tx.execute(sql`
-      insert into reasoning_idempotency_keys (tenant_id, key, request_hash, job_id, response_status)
-      values (${tenantId}::uuid, ${key}, ${input.requestHash}, ${jobId}::uuid, 202)`)
+      insert into reasoning_idempotency_keys (tenant_id, mode, key, request_hash, job_id, response_status)
+      values (${tenantId}::uuid, ${mode}, ${key}, ${input.requestHash}, ${jobId}::uuid, 202)`)
     return { kind: 'new', jobId }
   })
 }
@@ -161,12 +166,12 @@ export async function claimIdempotencyKey(
 /** Frees a key whose job could not be created (refused by metering): the client may reuse it. */
 export async function releaseIdempotencyKey(
   db: Drizzle,
-  tenantId: string,
+  scope: TenantScope,
   key: string,
   jobId: string,
 ): Promise<void> {
   await db.execute(sql`
     delete from reasoning_idempotency_keys
-    where tenant_id = ${tenantId}::uuid and key = ${key} and job_id = ${jobId}::uuid
+    where tenant_id = ${scope.tenantId}::uuid and mode = ${scope.mode} and key = ${key} and job_id = ${jobId}::uuid
       and not exists (select 1 from reasoning_jobs j where j.id = ${jobId}::uuid)`)
 }

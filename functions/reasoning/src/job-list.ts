@@ -1,6 +1,6 @@
 /**
- * GET /svc/quantum-reasoning/jobs: pages of the tenant's jobs from the Postgres index, newest
- * first, with the caller's capabilities.
+ * GET /svc/quantum-reasoning/jobs: pages of the jobs of the caller's tenant and mode from the
+ * Postgres index, newest first, with the caller's capabilities.
  *
  * Order and cursor: (created_at, id) descending, a key no job ever changes (shared/db/page-cursor.ts).
  * Filters (`status`, `model`) apply per page.
@@ -19,7 +19,7 @@ import type { Drizzle } from '../../../shared/db/client'
 import { decodePageCursor, encodePageCursor } from '../../../shared/db/page-cursor'
 import { CREDIT_UNITS_PER_CENT, centsToUnits } from '../../../shared/metering'
 import type { BillingPlan } from '../../../shared/plans'
-import type { Identity } from '../../../shared/worker/request-context'
+import type { Identity, TenantScope } from '../../../shared/worker/request-context'
 
 export interface JobPageQuery {
   readonly limit: number
@@ -30,13 +30,13 @@ export interface JobPageQuery {
 
 export async function readJobPage(
   db: Drizzle,
-  tenantId: string,
+  scope: TenantScope,
   query: JobPageQuery,
 ): Promise<{ jobs: ReasoningJob[]; nextCursor: string | null }> {
   const after = query.cursor ? decodePageCursor(query.cursor, 'cursor') : null
   const result = await db.execute<{ record: unknown }>(sql`
     select record from reasoning_jobs
-    where tenant_id = ${tenantId}::uuid
+    where tenant_id = ${scope.tenantId}::uuid and mode = ${scope.mode}
       ${query.status ? sql`and status = ${query.status}` : sql``}
       ${query.model ? sql`and model = ${query.model}` : sql``}
       ${after ? sql`and (created_at, id) < (${after.createdAt}::timestamptz, ${after.id}::uuid)` : sql``}

@@ -197,8 +197,8 @@ describe('POST: idempotency', () => {
     // A job of this tenant still queued (as its object would have indexed it).
     await withDb((db) =>
       db.execute(sql`
-        insert into reasoning_jobs (id, tenant_id, principal, model, product, status, record, record_version, created_at, updated_at)
-        values (${crypto.randomUUID()}::uuid, ${identity.tenantId}::uuid, 'key:x', 'svc-hive', 'simulation_cloud', 'queued', '{}'::jsonb, 1, now(), now())`),
+        insert into reasoning_jobs (id, tenant_id, mode, principal, model, product, status, record, record_version, created_at, updated_at)
+        values (${crypto.randomUUID()}::uuid, ${identity.tenantId}::uuid, 'test', 'key:x', 'svc-hive', 'simulation_cloud', 'queued', '{}'::jsonb, 1, now(), now())`),
     )
     const res = await call('POST', JOBS, identity, { body: body(), key: key() })
     expect(res.status).toBe(429)
@@ -263,6 +263,39 @@ describe('GET and DELETE', () => {
     expect((await call('DELETE', `${JOBS}/${job.id}`, stranger)).status).toBe(404)
     expect((await call('GET', `${JOBS}/not-a-uuid`, owner)).status).toBe(404)
     expect((await call('GET', `${JOBS}/${job.id}`, owner)).status).toBe(200)
+  })
+
+  it("shows the tenant's other mode nothing: list empty, GET, receipt, DELETE the 404 of no job", async () => {
+    const tester = await identityFor('test')
+    const job = await created(await call('POST', JOBS, tester, { body: body(), key: key() }))
+    await driveToEnd({ jobId: job.id, identity: tester, stub: jobStub(tester.tenantId, job.id) })
+    const live = await identityFor('live', 'team', { tenantId: tester.tenantId, keyId: 'live-key' })
+    // A person who chose test mode is in the test world with the key.
+    const person: Identity = {
+      ...live,
+      mode: 'test',
+      principal: {
+        kind: 'access_token',
+        subject: 'user:p',
+        audience: 'platform',
+        tokenId: 't',
+        algorithm: 'EdDSA',
+      },
+    }
+    expect(JobPageSchema.parse(await (await call('GET', JOBS, live)).json()).jobs).toEqual([])
+    for (const [method, path] of [
+      ['GET', `${JOBS}/${job.id}`],
+      ['GET', `${JOBS}/${job.id}/receipt`],
+      ['DELETE', `${JOBS}/${job.id}`],
+    ] as const) {
+      const res = await call(method, path, live)
+      expect(res.status, `${method} ${path}`).toBe(404)
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('job_not_found')
+    }
+    // The job is intact and still in its own mode's list.
+    const listed = JobPageSchema.parse(await (await call('GET', JOBS, person)).json())
+    expect(listed.jobs.map((j) => j.id)).toEqual([job.id])
+    expect((await created(await call('GET', `${JOBS}/${job.id}`, tester))).prompt).toBe(body().prompt)
   })
 
   it('GET returns the finished job with content; DELETE erases it and keeps the metadata', async () => {

@@ -6,8 +6,8 @@
  *                          provider for live keys (503), the key claim (409, 429), then
  *                          the job's object (402/429 from metering) → 202 {job}, or 200 {job} for
  *                          a replay of the same request.
- *   GET    /jobs           a page of the tenant's jobs with the caller's capabilities.
- *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or a non-uuid).
+ *   GET    /jobs           a page of the tenant's jobs in the caller's mode, with its capabilities.
+ *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or mode's, or a non-uuid).
  *   GET    /jobs/{jobId}/receipt   the signed inference receipt and its audit-log entry (404 until issued).
  *   DELETE /jobs/{jobId}   queued → cancelled; finished → content erased; started → 409.
  */
@@ -31,7 +31,11 @@ import {
   type ReasoningJob,
   type ReceiptReply,
 } from '../../../durable-objects/reasoning-job/reasoning-job.do'
-import { errorResponse } from '../../../shared/http/error-body'
+import {
+  actionRequiredOrErrorResponse,
+  actionRequiredResponse,
+  errorResponse,
+} from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import { parseWith } from '../../../shared/http/validation'
 import {
@@ -49,6 +53,7 @@ import {
   isTestMode,
   principalId,
   requireIdentity,
+  scopeOf,
 } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
@@ -70,10 +75,18 @@ function callerOf(c: ReasoningContext): Identity {
 }
 
 function jobCaller(identity: Identity): JobCaller {
-  return { tenantId: identity.tenantId, principal: principalId(identity), role: identity.role }
+  return {
+    tenantId: identity.tenantId,
+    mode: identity.mode,
+    principal: principalId(identity),
+    role: identity.role,
+  }
 }
 
-/** The job's object: named by tenant and id, so another tenant's id never reaches it. */
+/**
+ * The job's object: named by tenant and id (ids are made here, one per job), so another tenant's id
+ * never reaches it; the object answers another mode's caller as if the job did not exist.
+ */
 function jobObject(env: ReasoningEnv, tenantId: string, jobId: string): DurableObjectStub<ReasoningJob> {
   return env.REASONING_JOB.get(env.REASONING_JOB.idFromName(jobObjectName(tenantId, jobId)))
 }
@@ -179,7 +192,7 @@ async function checkProviderConnection(
       { param: 'provider_connection_id' },
     )
   }
-  const found = await withRequestDatabase(c, 'reasoning', (db) => getConnection(db, identity.tenantId, id))
+  const found = await withRequestDatabase(c, 'reasoning', (db) => getConnection(db, scopeOf(identity), id))
   if (!found) {
     throw new AppError(
       404,
@@ -189,6 +202,8 @@ async function checkProviderConnection(
     )
   }
 }
+
+const jobStoreDown = errorResponse('job_store_unavailable: the job cannot be reached right now; retry')
 
 export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
   app.openAPIRegistry.registerPath(
@@ -214,11 +229,18 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
         400: errorResponse(
           'The header or the body is invalid (byopa_managed without provider_connection_id, or one given for another product)',
         ),
-        403: errorResponse('The plan lacks the model or real hardware (action-required body)'),
+        402: actionRequiredResponse('insufficient_credits or overage_cap_reached'),
+        403: actionRequiredOrErrorResponse(
+          'The plan lacks the model or real hardware (model_access_required, feature_required: action-required body); real_hardware_role_required or workspace_mismatch (error body)',
+        ),
         404: errorResponse('provider_connection_id names no provider connection of your workspace'),
         409: errorResponse('The key was used with a different request'),
-        429: errorResponse('The per-tenant queue limit is reached (action-required body, Retry-After)'),
-        503: errorResponse('The reasoning lab is disabled, or no provider is configured'),
+        429: actionRequiredResponse(
+          'rate_limited: the per-tenant queue limit is reached (Retry-After); or the allowance is used up',
+        ),
+        503: errorResponse(
+          'reasoning_lab_disabled, provider_not_configured (live keys), job_store_unavailable or metering_unavailable',
+        ),
       },
     }),
   )
@@ -256,9 +278,9 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
         )
       }
     }
-    const hash = requestHash(request, isTestMode(identity) ? 'test' : 'live')
+    const hash = requestHash(request, identity.mode)
     const claim = await withRequestDatabase(c, 'reasoning', (db) =>
-      claimIdempotencyKey(db, { tenantId: identity.tenantId, key, requestHash: hash, ...resolved }),
+      claimIdempotencyKey(db, { scope: scopeOf(identity), key, requestHash: hash, ...resolved }),
     )
     const reply = await callJob(() =>
       jobObject(c.env, identity.tenantId, claim.jobId).create({
@@ -271,7 +293,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
     if (!reply.ok && claim.kind === 'new' && reply.error.status < 500) {
       // Refused before the job existed (metering): the key is free for another try.
       await withRequestDatabase(c, 'reasoning', (db) =>
-        releaseIdempotencyKey(db, identity.tenantId, key, claim.jobId),
+        releaseIdempotencyKey(db, scopeOf(identity), key, claim.jobId),
       )
     }
     const job = answer(reply)
@@ -288,6 +310,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       responses: {
         200: { description: 'The page', content: { 'application/json': { schema: JobPageSchema } } },
         400: errorResponse('A query parameter is invalid'),
+        503: errorResponse('reasoning_store_unavailable: the database cannot be reached; retry shortly'),
       },
     }),
   )
@@ -296,7 +319,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
     const query = parseWith(JobListQuerySchema, c.req.query(), 'invalid_query')
     const { plan } = resolvePlan(c.env, identity.planId)
     const page = await withRequestDatabase(c, 'reasoning', async (db) => ({
-      ...(await readJobPage(db, identity.tenantId, query)),
+      ...(await readJobPage(db, scopeOf(identity), query)),
       capabilities: await readCapabilities(db, identity, plan),
     }))
     return c.json({ jobs: page.jobs, next_cursor: page.nextCursor, capabilities: page.capabilities }, 200)
@@ -312,6 +335,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       responses: {
         200: { description: 'The job', content: { 'application/json': { schema: JobEnvelopeSchema } } },
         404: errorResponse('No such job in your workspace'),
+        503: jobStoreDown,
       },
     }),
   )
@@ -336,6 +360,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
           content: { 'application/json': { schema: InferenceReceiptResponseSchema } },
         },
         404: errorResponse('No such job in your workspace, or no receipt issued yet (receipt_not_issued)'),
+        503: jobStoreDown,
       },
     }),
   )
@@ -369,6 +394,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
         403: errorResponse("A member deleting another member's job"),
         404: errorResponse('No such job in your workspace'),
         409: errorResponse('Execution has started; cancellation is no longer safe'),
+        503: jobStoreDown,
       },
     }),
   )

@@ -73,7 +73,9 @@ describe('provider connections', () => {
     expect(stored[0]!.credential).toMatch(/^v1\.test-1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]+$/)
     expect(stored[0]!.credential).not.toContain(SECRET)
     // The workers that run jobs get the key back; bound to its tenant and connection.
-    const account = await withTestDatabase((db) => openConnectionAccount(db, KEYS, me.tenantId, created.id))
+    const account = await withTestDatabase((db) =>
+      openConnectionAccount(db, KEYS, { tenantId: me.tenantId, mode: me.mode }, created.id),
+    )
     expect(account).toEqual({
       kind: 'ionq',
       baseUrl: 'https://api.ionq.co/v0.3',
@@ -146,6 +148,33 @@ describe('provider connections', () => {
     expect((await call(me, 'GET', `${BASE}/${id}`)).status).toBe(200)
   })
 
+  it("the tenant's other mode sees nothing either, and may use the same name", async () => {
+    const live = await owner()
+    const { id } = await create(live)
+    const test = apiKeyIdentity({
+      tenantId: live.tenantId,
+      principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+    })
+    expect(((await (await call(test, 'GET', BASE)).json()) as { data: unknown[] }).data).toEqual([])
+    for (const [method, path] of [
+      ['GET', `${BASE}/${id}`],
+      ['POST', `${BASE}/${id}/test`],
+      ['DELETE', `${BASE}/${id}`],
+    ] as const) {
+      const res = await call(test, method, path)
+      expect(res.status, `${method} ${path}`).toBe(404)
+      expect(await res.json()).toMatchObject({ error: { code: 'provider_connection_not_found' } })
+    }
+    const own = await create(test)
+    expect(own.name).toBe('ours')
+    const stored = await withTestDatabase((db) =>
+      db.select().from(qpuProviderConnections).where(eq(qpuProviderConnections.tenantId, live.tenantId)),
+    )
+    expect(Object.fromEntries(stored.map((row) => [row.id, row.mode]))).toEqual({
+      [id]: 'live',
+      [own.id]: 'test',
+    })
+  })
   it('test records what the provider answered: an unreachable provider is ok=false provider_unreachable', async () => {
     const me = await owner()
     const { id } = await create(me, { base_url: 'http://127.0.0.1:9/v0.3' })

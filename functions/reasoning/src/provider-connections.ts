@@ -2,7 +2,7 @@
  * Provider connections (byopa_managed): a tenant's own QPU provider account, used only by that
  * tenant's reasoning jobs that name it (`provider_connection_id`). Create, list, read, test and
  * delete; owners and admins only (a member gets 403); every query scoped by the caller's tenant
- * (another tenant's id is 404). The API key is encrypted at rest
+ * and mode (another tenant's or mode's id is 404, a name is taken per mode). The API key is encrypted at rest
  * (shared/quantum/providers/provider-credentials.ts) and never returned. Creation and deletion are
  * in the tenant's audit log (`provider_connection.changed`) before they are acknowledged. The base
  * URL must be one the deployment allows (QPU_PROVIDER_BASE_URLS), so a connection cannot point the
@@ -18,6 +18,7 @@ import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import { openQpuProvider } from '../../../shared/quantum/providers/ionq-v03'
 import {
+  connectionsOf,
   getConnection,
   listConnections,
   type ProviderConnectionRow,
@@ -29,7 +30,7 @@ import {
 } from '../../../shared/quantum/providers/provider-credentials'
 import { QpuProviderError } from '../../../shared/quantum/providers/qpu-provider'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { type Identity, requireIdentity } from '../../../shared/worker/request-context'
+import { type Identity, requireIdentity, scopeOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
   ConnectionParamsSchema,
@@ -161,7 +162,7 @@ export function providerConnectionRoutes<E extends ProviderConnectionsEnv>(
     }),
     async (c) => {
       const identity = requireAdmin(c, 'list provider connections')
-      const rows = await withRequestDatabase(c, 'reasoning', (db) => listConnections(db, identity.tenantId))
+      const rows = await withRequestDatabase(c, 'reasoning', (db) => listConnections(db, scopeOf(identity)))
       return c.json({ object: 'list' as const, data: rows.map(connectionView) }, 200)
     },
   )
@@ -212,6 +213,7 @@ export function providerConnectionRoutes<E extends ProviderConnectionsEnv>(
           .values({
             id,
             tenantId: identity.tenantId,
+            mode: identity.mode,
             name: body.name,
             kind: body.kind,
             baseUrl,
@@ -225,7 +227,7 @@ export function providerConnectionRoutes<E extends ProviderConnectionsEnv>(
           throw new AppError(
             409,
             'provider_connection_name_taken',
-            `A provider connection named "${body.name}" already exists in this workspace; pick another name or delete it first.`,
+            `A provider connection named "${body.name}" already exists in this workspace (in ${identity.mode} mode); pick another name or delete it first.`,
             {
               param: 'name',
             },
@@ -259,7 +261,7 @@ export function providerConnectionRoutes<E extends ProviderConnectionsEnv>(
       const { connectionId } = c.req.valid('param')
       if (!UUID.test(connectionId)) throw connectionNotFound()
       const row = await withRequestDatabase(c, 'reasoning', (db) =>
-        getConnection(db, identity.tenantId, connectionId),
+        getConnection(db, scopeOf(identity), connectionId),
       )
       if (!row) throw connectionNotFound()
       return c.json(connectionView(row), 200)
@@ -289,7 +291,7 @@ export function providerConnectionRoutes<E extends ProviderConnectionsEnv>(
       const { connectionId } = c.req.valid('param')
       if (!UUID.test(connectionId)) throw connectionNotFound()
       const updated = await withRequestDatabase(c, 'reasoning', async (db) => {
-        const row = await getConnection(db, identity.tenantId, connectionId)
+        const row = await getConnection(db, scopeOf(identity), connectionId)
         if (!row) throw connectionNotFound()
         const keyring = await credentialKeyring(c.env.PROVIDER_CREDENTIAL_KEYS)
         const apiKey = await decryptCredential(keyring, row.credential, {
@@ -317,12 +319,7 @@ export function providerConnectionRoutes<E extends ProviderConnectionsEnv>(
             lastTestErrorCode: error?.code ?? null,
             lastTestError: error?.message ?? null,
           })
-          .where(
-            and(
-              eq(qpuProviderConnections.tenantId, identity.tenantId),
-              eq(qpuProviderConnections.id, connectionId),
-            ),
-          )
+          .where(and(connectionsOf(scopeOf(identity)), eq(qpuProviderConnections.id, connectionId)))
           .returning()
         if (!saved) throw connectionNotFound()
         return { saved, error }
@@ -367,12 +364,7 @@ export function providerConnectionRoutes<E extends ProviderConnectionsEnv>(
       const row = await withRequestDatabase(c, 'reasoning', async (db) => {
         const [deleted] = await db
           .delete(qpuProviderConnections)
-          .where(
-            and(
-              eq(qpuProviderConnections.tenantId, identity.tenantId),
-              eq(qpuProviderConnections.id, connectionId),
-            ),
-          )
+          .where(and(connectionsOf(scopeOf(identity)), eq(qpuProviderConnections.id, connectionId)))
           .returning()
         if (!deleted) throw connectionNotFound()
         return deleted

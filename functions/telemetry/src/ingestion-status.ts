@@ -1,17 +1,25 @@
 /**
  * What the receiver retained, for the workspace: GET /platform/v1/telemetry/ingestions (the
- * newest ingestion results, paged, and the totals per signal) and GET /platform/v1/telemetry/status
- * (operational status: whether the collector answers an empty export now, the tenant's recent
- * error rate, and the retry queue, which is always empty because the receiver keeps none).
+ * newest ingestion results, paged, and the totals per signal), GET /platform/v1/telemetry/recent
+ * (samples of the newest exports the collector took: spans, metrics, log records) and
+ * GET /platform/v1/telemetry/status (operational status: whether the collector answers an empty
+ * export now, the tenant's recent error rate, and the retry queue, which is always empty because
+ * the receiver keeps none).
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
-import { listIngestions, recentOutcomes, totalsOf } from './ingestion-store'
+import { listIngestions, recentOutcomes, recentSamples, totalsOf } from './ingestion-store'
 import { sendToCollector } from './otlp/collector'
 import { type TelemetryEnv, telemetrySettings } from './telemetry.context'
-import { IngestionListQuerySchema, IngestionListSchema, TelemetryStatusSchema } from './telemetry.schemas'
+import {
+  IngestionListQuerySchema,
+  IngestionListSchema,
+  RecentTelemetryQuerySchema,
+  RecentTelemetrySchema,
+  TelemetryStatusSchema,
+} from './telemetry.schemas'
 
 type TelemetryContext = Context<FamilyEnv<TelemetryEnv>>
 
@@ -135,6 +143,48 @@ export function ingestionStatusRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv>>)
         },
         200,
       )
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/platform/v1/telemetry/recent',
+      tags: TAGS,
+      summary: 'What the workspace sent lately: samples of the newest exports the collector took, per signal',
+      description:
+        "For each signal, the newest exports the collector accepted (forwarded or partially rejected), newest first, each with a sample kept when it was received: its first 10 spans (service, name, kind, ids, start, duration, status, attributes), metrics (service, name, unit, type, data points, the first point's value) or log records (service, time, severity, body, trace id, attributes), at most 6 attributes each, texts cut short, at most 4 KiB per export. Kept with the ingestion results (the newest OTLP_RESULTS_RETAINED per workspace), whichever collector took the export.",
+      request: { query: RecentTelemetryQuerySchema },
+      responses: {
+        200: { description: 'Samples', content: { 'application/json': { schema: RecentTelemetrySchema } } },
+      },
+    }),
+    async (c) => {
+      const identity = identityOf(c)
+      const { limit } = c.req.valid('query')
+      const rows = await withRequestDatabase(c, 'telemetry', (db) =>
+        recentSamples(db, identity.tenantId, limit),
+      )
+      const exported = (row: (typeof rows)[number]) => ({
+        ingestion_id: row.id,
+        created_at: row.createdAt.toISOString(),
+        request_id: row.requestId,
+        items: row.items,
+        truncated: row.sample.truncated,
+      })
+      const recent = {
+        object: 'telemetry.recent' as const,
+        traces: rows.flatMap((r) =>
+          r.sample.signal === 'traces' ? [{ ...exported(r), spans: r.sample.spans }] : [],
+        ),
+        metrics: rows.flatMap((r) =>
+          r.sample.signal === 'metrics' ? [{ ...exported(r), metrics: r.sample.metrics }] : [],
+        ),
+        logs: rows.flatMap((r) =>
+          r.sample.signal === 'logs' ? [{ ...exported(r), records: r.sample.records }] : [],
+        ),
+      }
+      return c.json(recent, 200)
     },
   )
 

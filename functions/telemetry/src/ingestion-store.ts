@@ -1,13 +1,21 @@
 /**
  * The retained ingestion results: one row per export the receiver answered (accepted or not),
- * and the tenant's running totals per signal, written in one statement (one round trip) that
- * also prunes the tenant's rows beyond the newest OTLP_RESULTS_RETAINED.
+ * with the sample of what the collector took, and the tenant's running totals per signal, written
+ * in one statement (one round trip) that also prunes the tenant's rows beyond the newest
+ * OTLP_RESULTS_RETAINED.
  */
-import { and, desc, eq, gte, isNotNull, sql } from 'drizzle-orm'
+import { and, desc, eq, gte, isNotNull, type SQL, sql } from 'drizzle-orm'
+import { unionAll } from 'drizzle-orm/pg-core'
 import type { Drizzle } from '../../../shared/db/client'
 import { olderThanCursor } from '../../../shared/db/list-cursor'
-import { type INGESTION_OUTCOMES, telemetryIngestions, telemetryTotals } from '../../../shared/db/schema'
+import {
+  type INGESTION_OUTCOMES,
+  OTLP_SIGNALS,
+  telemetryIngestions,
+  telemetryTotals,
+} from '../../../shared/db/schema'
 import type { OtlpSignal } from './otlp/otlp-schema'
+import type { ExportSample } from './telemetry.schemas'
 
 export type IngestionOutcome = (typeof INGESTION_OUTCOMES)[number]
 
@@ -27,6 +35,16 @@ export interface IngestionResult {
   collectorStatus: number | null
   principal: string
   durationMs: number
+  /** Kept for exports the collector took (export-sample.ts); null otherwise. */
+  sample: ExportSample | null
+}
+
+/**
+ * The rows a workspace may read. Scoped by tenant; the one place to add another scope (the
+ * credential's mode, say) to every telemetry read.
+ */
+function workspaceRows(tenantId: string): SQL {
+  return eq(telemetryIngestions.tenantId, tenantId)
 }
 
 export async function recordIngestion(db: Drizzle, result: IngestionResult, retained: number): Promise<void> {
@@ -36,12 +54,14 @@ export async function recordIngestion(db: Drizzle, result: IngestionResult, reta
     WITH inserted AS (
       INSERT INTO ${telemetryIngestions} (
         tenant_id, request_id, signal, encoding, content_encoding, items, rejected_items,
-        received_bytes, decoded_bytes, outcome, status, error_code, collector_status, principal, duration_ms
+        received_bytes, decoded_bytes, outcome, status, error_code, collector_status, principal, duration_ms,
+        sample
       ) VALUES (
         ${result.tenantId}, ${result.requestId}, ${result.signal}, ${result.encoding}, ${result.contentEncoding},
         ${result.items}, ${result.rejectedItems}, ${result.receivedBytes}, ${result.decodedBytes},
         ${result.outcome}, ${result.status}, ${result.errorCode}, ${result.collectorStatus},
-        ${result.principal}, ${result.durationMs}
+        ${result.principal}, ${result.durationMs},
+        ${result.sample === null ? null : JSON.stringify(result.sample)}::jsonb
       ) RETURNING created_at
     ), totals AS (
       INSERT INTO ${telemetryTotals} AS t (
@@ -74,7 +94,7 @@ export async function listIngestions(
   tenantId: string,
   page: { limit: number; before: string | undefined; signal: OtlpSignal | null },
 ) {
-  const mine = eq(telemetryIngestions.tenantId, tenantId)
+  const mine = workspaceRows(tenantId)
   const after = await olderThanCursor(
     db,
     {
@@ -86,7 +106,24 @@ export async function listIngestions(
     page.before,
   )
   return db
-    .select()
+    .select({
+      id: telemetryIngestions.id,
+      createdAt: telemetryIngestions.createdAt,
+      requestId: telemetryIngestions.requestId,
+      signal: telemetryIngestions.signal,
+      encoding: telemetryIngestions.encoding,
+      contentEncoding: telemetryIngestions.contentEncoding,
+      items: telemetryIngestions.items,
+      rejectedItems: telemetryIngestions.rejectedItems,
+      receivedBytes: telemetryIngestions.receivedBytes,
+      decodedBytes: telemetryIngestions.decodedBytes,
+      outcome: telemetryIngestions.outcome,
+      status: telemetryIngestions.status,
+      errorCode: telemetryIngestions.errorCode,
+      collectorStatus: telemetryIngestions.collectorStatus,
+      principal: telemetryIngestions.principal,
+      durationMs: telemetryIngestions.durationMs,
+    })
     .from(telemetryIngestions)
     .where(and(mine, after, page.signal ? eq(telemetryIngestions.signal, page.signal) : undefined))
     .orderBy(desc(telemetryIngestions.createdAt), desc(telemetryIngestions.id))
@@ -103,13 +140,13 @@ export async function recentOutcomes(db: Drizzle, tenantId: string, windowSecond
       collectorFailed: sql<number>`count(*) filter (where ${telemetryIngestions.outcome} = 'collector_failed')::int`,
     })
     .from(telemetryIngestions)
-    .where(and(eq(telemetryIngestions.tenantId, tenantId), gte(telemetryIngestions.createdAt, since)))
+    .where(and(workspaceRows(tenantId), gte(telemetryIngestions.createdAt, since)))
   const [last] = await db
     .select({ errorCode: telemetryIngestions.errorCode })
     .from(telemetryIngestions)
     .where(
       and(
-        eq(telemetryIngestions.tenantId, tenantId),
+        workspaceRows(tenantId),
         gte(telemetryIngestions.createdAt, since),
         isNotNull(telemetryIngestions.errorCode),
       ),
@@ -120,6 +157,42 @@ export async function recentOutcomes(db: Drizzle, tenantId: string, windowSecond
     ...(counts ?? { requests: 0, refused: 0, collectorFailed: 0 }),
     lastErrorCode: last?.errorCode ?? null,
   }
+}
+
+/**
+ * The newest `perSignal` samples of each signal, newest first: one statement, three index scans
+ * (tenant, time) that stop after `perSignal` rows each.
+ */
+export async function recentSamples(db: Drizzle, tenantId: string, perSignal: number) {
+  const newest = (signal: OtlpSignal) =>
+    db
+      .select({
+        id: telemetryIngestions.id,
+        createdAt: telemetryIngestions.createdAt,
+        requestId: telemetryIngestions.requestId,
+        signal: telemetryIngestions.signal,
+        items: telemetryIngestions.items,
+        sample: telemetryIngestions.sample,
+      })
+      .from(telemetryIngestions)
+      .where(
+        and(
+          workspaceRows(tenantId),
+          eq(telemetryIngestions.signal, signal),
+          isNotNull(telemetryIngestions.sample),
+        ),
+      )
+      .orderBy(desc(telemetryIngestions.createdAt), desc(telemetryIngestions.id))
+      .limit(perSignal)
+  const [traces, metrics, logs] = OTLP_SIGNALS.map(newest) as [
+    ReturnType<typeof newest>,
+    ReturnType<typeof newest>,
+    ReturnType<typeof newest>,
+  ]
+  const rows = await unionAll(traces, metrics, logs)
+  return rows
+    .map((row) => ({ ...row, sample: row.sample as ExportSample }))
+    .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
 }
 
 export function totalsOf(db: Drizzle, tenantId: string) {

@@ -66,7 +66,14 @@ const exportLogs = (identity: Identity, body: string, e = env()) =>
   })
 
 interface Page {
-  data: { id: string; items: number; signal: string; outcome: string; decoded_bytes: number }[]
+  data: {
+    id: string
+    request_id: string
+    items: number
+    signal: string
+    outcome: string
+    decoded_bytes: number
+  }[]
   has_more: boolean
   totals: { signal: string; requests: number; items: number }[]
 }
@@ -146,9 +153,65 @@ describe('OTLP export against Postgres', () => {
     expect(res.status).toBe(503)
     expect((await errorOf(res)).code).toBe('collector_not_configured')
     expect(seen).toEqual([])
+    // The body was read and checked before the configuration was: its one record is counted.
     expect((await list(identity)).data).toEqual([
-      expect.objectContaining({ outcome: 'collector_failed', items: 0 }),
+      expect.objectContaining({ outcome: 'collector_failed', items: 1 }),
     ])
+  })
+
+  it('a bomb is 413 whatever is configured, the collector or not, and nothing is metered', async () => {
+    const seen = stubCollector()
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const zeros = new Response(new Uint8Array(64 * 1024 * 1024)).body!.pipeThrough(
+      new CompressionStream('gzip'),
+    )
+    const bomb = new Uint8Array(await new Response(zeros).arrayBuffer())
+    for (const e of [env(), { ...databaseEnv, RATE_LIMITER: namespaceOf(limiter) }]) {
+      const res = await callFamily(TelemetryWorker, e, '/otlp/v1/logs', {
+        method: 'POST',
+        identity,
+        body: bomb,
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        maxBodyBytes: 1024 * 1024,
+      })
+      expect(res.status).toBe(413)
+      expect((await errorOf(res)).message).toMatch(/decompressed request body is larger than 1 MiB/)
+    }
+    expect(seen).toEqual([])
+    expect(limiter.acquireCalls).toEqual([])
+    expect((await list(identity)).data).toEqual([
+      expect.objectContaining({
+        outcome: 'refused',
+        status: 413,
+        received_bytes: bomb.length,
+        decoded_bytes: 0,
+      }),
+      expect.objectContaining({
+        outcome: 'refused',
+        status: 413,
+        received_bytes: bomb.length,
+        decoded_bytes: 0,
+      }),
+    ])
+  })
+
+  it('a collector answer past 1 MiB is not read on (a 502, retryable), whatever it would inflate to', async () => {
+    let pulled = 0
+    vi.spyOn(globalThis, 'fetch').mockImplementation(async () => {
+      const endless = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled += 64 * 1024
+          controller.enqueue(new Uint8Array(64 * 1024))
+        },
+      })
+      return new Response(endless, { status: 200, headers: { 'content-type': 'application/json' } })
+    })
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const res = await exportLogs(identity, logs(1))
+    expect(res.status).toBe(502)
+    expect(res.headers.get('retry-after')).toBe('5')
+    expect((await errorOf(res)).code).toBe('collector_failed')
+    expect(pulled).toBeLessThan(2 * 1024 * 1024)
   })
 
   it('a collector refusing its credential is a 502 for the client, not a 401', async () => {
@@ -157,5 +220,124 @@ describe('OTLP export against Postgres', () => {
     const res = await exportLogs(identity, logs(1))
     expect(res.status).toBe(502)
     expect((await errorOf(res)).code).toBe('collector_failed')
+  })
+})
+
+interface Recent {
+  object: string
+  traces: {
+    request_id: string
+    items: number
+    truncated: boolean
+    spans: { service: string; name: string }[]
+  }[]
+  metrics: { request_id: string; metrics: { name: string; value: number | null }[] }[]
+  logs: { request_id: string; records: { body: string; severity: string }[] }[]
+}
+
+describe('samples of what the collector took (GET /platform/v1/telemetry/recent)', () => {
+  const exportJson = (identity: Identity, signal: string, body: unknown, requestId: string) =>
+    callFamily(TelemetryWorker, env(), `/otlp/v1/${signal}`, {
+      method: 'POST',
+      identity,
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+      maxBodyBytes: 8 * 1024 * 1024,
+      requestId,
+    })
+  const trace = (service: string, span: string) => ({
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+        scopeSpans: [
+          {
+            spans: [
+              {
+                traceId: '5b8efff798038103d269b633813fc60c',
+                spanId: 'eee19b7ec3c1b174',
+                name: span,
+                kind: 2,
+                startTimeUnixNano: '1700000000000000000',
+                endTimeUnixNano: '1700000000012345678',
+                attributes: [{ key: 'http.route', value: { stringValue: '/cart' } }],
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  })
+  const recent = async (identity: Identity, query = '') => {
+    const res = await callFamily(TelemetryWorker, env(), `/platform/v1/telemetry/recent${query}`, {
+      identity,
+    })
+    expect(res.status, await res.clone().text()).toBe(200)
+    return (await res.json()) as Recent
+  }
+
+  it('newest first per signal, only exports the collector took, only the caller’s workspace', async () => {
+    stubCollector()
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const other = apiKeyIdentity({ tenantId: await createTenant() })
+    for (const [i, name] of ['GET /a', 'GET /b', 'GET /c'].entries()) {
+      expect((await exportJson(identity, 'traces', trace('shop', name), `req-t${i}`)).status).toBe(200)
+    }
+    const gauge = {
+      resourceMetrics: [
+        { scopeMetrics: [{ metrics: [{ name: 'queue.depth', gauge: { dataPoints: [{ asInt: '-4' }] } }] }] },
+      ],
+    }
+    expect((await exportJson(identity, 'metrics', gauge, 'req-m')).status).toBe(200)
+    const line = {
+      resourceLogs: [
+        { scopeLogs: [{ logRecords: [{ body: { stringValue: 'hello' }, severityNumber: 13 }] }] },
+      ],
+    }
+    expect((await exportJson(identity, 'logs', line, 'req-l')).status).toBe(200)
+    expect((await exportJson(other, 'traces', trace('theirs', 'GET /secret'), 'req-other')).status).toBe(200)
+    // An export the collector did not take is listed as an ingestion but has no sample.
+    vi.restoreAllMocks()
+    stubCollector(503)
+    expect((await exportJson(identity, 'traces', trace('shop', 'GET /lost'), 'req-lost')).status).toBe(503)
+
+    const page = await recent(identity, '?limit=2')
+    expect(page.object).toBe('telemetry.recent')
+    expect(page.traces.map((t) => [t.request_id, t.spans.map((s) => `${s.service} ${s.name}`)])).toEqual([
+      ['req-t2', ['shop GET /c']],
+      ['req-t1', ['shop GET /b']],
+    ])
+    expect(page.traces[0]).toMatchObject({
+      items: 1,
+      truncated: false,
+      spans: [{ kind: 'server', duration_ms: 12.345, attributes: { 'http.route': '/cart' } }],
+    })
+    expect(page.metrics).toEqual([
+      expect.objectContaining({
+        request_id: 'req-m',
+        metrics: [expect.objectContaining({ name: 'queue.depth', value: -4 })],
+      }),
+    ])
+    expect(page.logs).toEqual([
+      expect.objectContaining({
+        request_id: 'req-l',
+        records: [expect.objectContaining({ body: 'hello', severity: 'WARN' })],
+      }),
+    ])
+    expect((await recent(identity)).traces).toHaveLength(3)
+    const theirs = await recent(other)
+    expect(theirs.traces.map((t) => t.spans[0]!.name)).toEqual(['GET /secret'])
+    expect(theirs.metrics).toEqual([])
+    // The results list keeps its shape: no sample in it.
+    const listed = await list(identity)
+    expect(listed.data.flatMap((r) => Object.keys(r))).not.toContain('sample')
+    expect(listed.data[0]).toMatchObject({ request_id: 'req-lost', outcome: 'collector_failed' })
+  })
+
+  it('refuses a limit outside 1–20', async () => {
+    const identity = apiKeyIdentity({ tenantId: await createTenant() })
+    const res = await callFamily(TelemetryWorker, env(), '/platform/v1/telemetry/recent?limit=21', {
+      identity,
+    })
+    expect(res.status).toBe(400)
   })
 })

@@ -77,3 +77,33 @@ describe('observability tokens', () => {
     expect(((await (await call(owner, 'GET', BASE)).json()) as { data: unknown[] }).data).toEqual([])
   })
 })
+
+describe('observability tokens: the creator is the ceiling', () => {
+  it('only a live credential that may ingest itself creates or rotates one', async () => {
+    const tenantId = await createTenant()
+    const owner = apiKeyIdentity({ tenantId })
+    const created = (await (await call(owner, 'POST', BASE, { name: 'collector' })).json()) as { id: string }
+    const platformOnly = apiKeyIdentity({ tenantId, scopes: ['platform:write'] })
+    const testKey = apiKeyIdentity({
+      tenantId,
+      principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+    })
+    for (const [who, part] of [
+      [platformOnly, 'scope telemetry:write'],
+      [testKey, 'mode live'],
+    ] as const) {
+      for (const [path, body] of [
+        [BASE, { name: 'x' }],
+        [`${BASE}/${created.id}/rotate`, {}],
+      ] as const) {
+        const res = await call(who, 'POST', path, body)
+        expect(res.status, path).toBe(403)
+        const error = await errorOf(res)
+        expect(error.code).toBe('credential_ceiling_exceeded')
+        expect(error.message).toContain(part)
+      }
+    }
+    const ingesting = apiKeyIdentity({ tenantId, scopes: ['platform:write', 'telemetry:write'] })
+    expect((await call(ingesting, 'POST', BASE, { name: 'y' })).status).toBe(201)
+  })
+})

@@ -2,17 +2,21 @@
  * Observability tokens (owners and admins): create (the token is in that answer only), list,
  * rotate (a new value, the old one refused at once), revoke. They authenticate OTLP ingestion
  * only (the gateway refuses them elsewhere and refuses API keys on /otlp). Every change is
- * appended to the workspace's audit log before the answer.
+ * appended to the workspace's audit log before the answer. Only a credential that could ingest
+ * itself (telemetry:write or unscoped, and live) mints one (shared/auth/credential-ceiling.ts).
  */
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { appendAuditEvent } from '../../../durable-objects/audit-log/audit-client'
+import { assertWithinCeiling } from '../../../shared/auth/credential-ceiling'
 import {
   createObservabilityToken,
   listObservabilityTokens,
+  OBSERVABILITY_TOKEN_POWERS,
   revokeObservabilityToken,
   rotateObservabilityToken,
 } from '../../../shared/auth/observability-tokens'
+import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import type { Identity } from '../../../shared/worker/request-context'
@@ -68,8 +72,10 @@ function record(
 }
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } })
-const forbidden = { description: 'insufficient_role: only owners and admins manage observability tokens' }
-const notFound = { description: 'observability_token_not_found (or already revoked)' }
+const forbidden = errorResponse(
+  'insufficient_role: only owners and admins manage observability tokens. credential_ceiling_exceeded: a token (telemetry:write, member, live) would exceed the calling credential, i.e. it is scoped without telemetry:write or is a test key; the message names each part',
+)
+const notFound = errorResponse('observability_token_not_found (or already revoked)')
 
 export function observabilityTokenRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv>>): void {
   app.openapi(
@@ -99,7 +105,7 @@ export function observabilityTokenRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv
       tags: TAGS,
       summary: 'Create an observability token for OTLP ingestion; the answer holds it, shown only once',
       description:
-        'Send it as `Authorization: Bearer svc_ot_…` on POST /otlp/v1/traces, /metrics and /logs; it opens nothing else. Stored only as its SHA-256.',
+        'Send it as `Authorization: Bearer svc_ot_…` on POST /otlp/v1/traces, /metrics and /logs; it opens nothing else. Stored only as its SHA-256. The calling credential must be able to ingest itself (unscoped or holding telemetry:write) and live; otherwise 403 `credential_ceiling_exceeded`.',
       request: { body: { required: true, content: json(ObservabilityTokenCreateSchema) } },
       responses: {
         201: { description: 'Created', content: json(ObservabilityTokenWithSecretSchema) },
@@ -109,6 +115,7 @@ export function observabilityTokenRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv
     async (c) => {
       const identity = requireAdmin(c, 'create observability tokens')
       const { name } = c.req.valid('json')
+      assertWithinCeiling(identity, OBSERVABILITY_TOKEN_POWERS, 'an observability token')
       const { view, token } = await withRequestDatabase(c, 'telemetry', (db) =>
         createObservabilityToken(db, { tenantId: identity.tenantId, name, createdBy: actorOf(identity) }),
       )
@@ -133,6 +140,11 @@ export function observabilityTokenRoutes(app: OpenAPIHono<FamilyEnv<TelemetryEnv
     async (c) => {
       const identity = requireAdmin(c, 'rotate observability tokens')
       const { tokenId } = c.req.valid('param')
+      assertWithinCeiling(
+        identity,
+        OBSERVABILITY_TOKEN_POWERS,
+        `a new value of observability token ${tokenId}`,
+      )
       const { view, token } = await withRequestDatabase(c, 'telemetry', (db) =>
         rotateObservabilityToken(db, identity.tenantId, tokenId),
       )

@@ -2,12 +2,14 @@
  * POST /otlp/v1/{traces,metrics,logs}: one OTLP export, end to end.
  *
  *   1. content type → encoding (415 otherwise), Content-Encoding (415 otherwise)
- *   2. the body within the route's limit, then decompressed within the same limit (413)
+ *   2. the body within the route's limit, then decompressed within the same limit (413), inflating
+ *      no more than the limit whatever the body would expand to
  *   3. gRPC: exactly one length-prefixed message (400 otherwise)
  *   4. validated and counted (400 in the request's encoding, nothing forwarded)
- *   5. forwarded as received to the collector with the tenant in the receiver's own headers
- *   6. the collector's answer mapped (OTLP/HTTP: 429/502/503/504 retryable with Retry-After)
- *   7. the result stored with the tenant's totals, then answered: a 200 means the collector took
+ *   5. no collector configured: 503 (after 1-4, so a bomb is 413 whatever is configured)
+ *   6. forwarded as received to the collector with the tenant in the receiver's own headers
+ *   7. the collector's answer mapped (OTLP/HTTP: 429/502/503/504 retryable with Retry-After)
+ *   8. the result stored with the tenant's totals, then answered: a 200 means the collector took
  *      the export and its result is retained (a store failure after forwarding is a 503, so the
  *      client retries: at least once, as OTLP delivery is)
  */
@@ -29,6 +31,7 @@ import { principalId } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { type IngestionOutcome, recordIngestion } from './ingestion-store'
 import { collectorFailure, collectorUrl, sendToCollector } from './otlp/collector'
+import { sampleOfJson, sampleOfProtobuf } from './otlp/export-sample'
 import { unframe } from './otlp/grpc'
 import { countJsonItems, rejectedInJsonResponse } from './otlp/otlp-json'
 import { countProtobufItems, OtlpDecodeError, rejectedInProtobufResponse } from './otlp/otlp-protobuf'
@@ -36,6 +39,7 @@ import { successResponse } from './otlp/otlp-responses'
 import { type OtlpSignal, SIGNAL_REQUEST, SIGNALS } from './otlp/otlp-schema'
 import { type ContentEncoding, contentEncodingOf, decompress, readRawBody } from './otlp/request-body'
 import { meteringOf, type TelemetryEnv, telemetrySettings } from './telemetry.context'
+import type { ExportSample } from './telemetry.schemas'
 
 type TelemetryContext = Context<FamilyEnv<TelemetryEnv>>
 
@@ -50,6 +54,8 @@ interface ExportFacts {
   receivedBytes: number
   decodedBytes: number
   collectorStatus: number | null
+  /** What the workspace sees of the export once the collector took it (export-sample.ts). */
+  sample: ExportSample | null
 }
 
 function encodingOf(c: TelemetryContext): OtlpEncoding {
@@ -100,7 +106,7 @@ async function decodeExport(
   facts: ExportFacts,
   limit: number,
 ): Promise<{ payload: Uint8Array; payloadEncoding: ContentEncoding }> {
-  const raw = await readRawBody(c.req.raw.body, limit)
+  const raw = await readRawBody(c.req.raw.body, limit, c.req.header('content-length') ?? null)
   facts.receivedBytes = raw.byteLength
   let payload = raw
   let payloadEncoding = facts.contentEncoding
@@ -116,7 +122,7 @@ async function decodeExport(
       )
     }
   }
-  const decoded = await decompress(payload, payloadEncoding, limit)
+  const decoded = decompress(payload, payloadEncoding, limit)
   facts.decodedBytes = decoded.byteLength
   const message = SIGNAL_REQUEST[signal].message
   try {
@@ -132,8 +138,10 @@ async function decodeExport(
         )
       }
       facts.items = countJsonItems(parsed, message)
+      facts.sample = sampleOfJson(signal, parsed)
     } else {
       facts.items = countProtobufItems(decoded, message)
+      facts.sample = sampleOfProtobuf(signal, decoded, message)
     }
   } catch (err) {
     if (err instanceof OtlpDecodeError) throw invalid(signal, err, facts.encoding)
@@ -175,6 +183,7 @@ async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Re
     receivedBytes: 0,
     decodedBytes: 0,
     collectorStatus: null,
+    sample: null,
   }
   const record = (outcome: IngestionOutcome, status: number, errorCode: string | null) =>
     withRequestDatabase(c, 'telemetry', (db) =>
@@ -196,6 +205,8 @@ async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Re
           collectorStatus: facts.collectorStatus,
           principal: principalId(identity),
           durationMs: Date.now() - started,
+          // Kept only for what the collector took: the workspace's view of what it received.
+          sample: outcome === 'forwarded' || outcome === 'partially_rejected' ? facts.sample : null,
         },
         settings.OTLP_RESULTS_RETAINED,
       ),
@@ -205,8 +216,10 @@ async function exportSignal(c: TelemetryContext, signal: OtlpSignal): Promise<Re
   try {
     facts.encoding = encodingOf(c)
     facts.contentEncoding = contentEncodingOf(c.req.header('content-encoding') ?? null)
-    collectorUrl(settings, signal) // 503 before reading a body that could not be forwarded
+    // The body is read and checked first, so a refusal for what was sent (400, 413) does not
+    // depend on the deployment's configuration; reading it costs at most the limit (request-body.ts).
     const { payload, payloadEncoding } = await decodeExport(c, signal, facts, request.maxBodyBytes)
+    collectorUrl(settings, signal) // 503 before the export is metered or forwarded
     // Admitted by the tenant's RateLimiter (exports and bytes per minute, the monthly byte
     // allowance) before anything is forwarded; the bytes are recorded in the usage ledger once
     // the collector took them, released when it did not.

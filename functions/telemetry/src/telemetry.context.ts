@@ -5,6 +5,7 @@
  * | variable                     | kind   | default        | meaning                                           |
  * |------------------------------|--------|----------------|---------------------------------------------------|
  * | OTLP_COLLECTOR_URL           | var    | unset (503)    | base URL of the OTLP/HTTP collector; /v1/<signal> |
+ *   (`npm start` sets it to its local collector when unset: scripts/otlp-collector/)
  * | OTLP_COLLECTOR_AUTHORIZATION | secret | unset          | Authorization header value sent to the collector  |
  * | OTLP_COLLECTOR_TIMEOUT_MS    | var    | 10000          | longest wait for the collector's answer           |
  * | OTLP_DEPLOYMENT_ENVIRONMENT  | var    | development    | x-svc-deployment-environment for the collector    |

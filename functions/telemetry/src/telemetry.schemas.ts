@@ -63,6 +63,95 @@ export const IngestionListQuerySchema = z.object({
   signal: z.enum(OTLP_SIGNALS).optional(),
 })
 
+/** Attribute values in a sample: strings cut to 100 characters, lists and maps written as short JSON. */
+const SampleAttributesSchema = z
+  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+  .openapi({ description: 'At most 6 attributes of the item (keys up to 64, values up to 100 characters)' })
+
+export const SpanSampleSchema = z
+  .object({
+    service: z.string().nullable().openapi({ description: "The resource's service.name" }),
+    name: z.string(),
+    kind: z.enum(['unspecified', 'internal', 'server', 'client', 'producer', 'consumer']),
+    trace_id: z.string().openapi({ description: 'Hex; empty when the emitter sent none' }),
+    span_id: z.string(),
+    start_time: z.string().nullable().openapi({ description: 'ISO 8601; null when the emitter sent none' }),
+    duration_ms: z.number().nullable().openapi({ description: 'end − start, to the microsecond' }),
+    status: z.enum(['unset', 'ok', 'error']),
+    attributes: SampleAttributesSchema,
+  })
+  .openapi('TelemetrySpanSample')
+
+export const MetricSampleSchema = z
+  .object({
+    service: z.string().nullable(),
+    name: z.string(),
+    unit: z.string(),
+    type: z.enum(['gauge', 'sum', 'histogram', 'exponential_histogram', 'summary', 'empty']),
+    points: z.number().int().openapi({ description: 'Data points of the metric in this export' }),
+    value: z.number().nullable().openapi({
+      description:
+        'The first data point: its value (gauge, sum), or the sum of its observations (histograms, summary)',
+    }),
+    count: z
+      .number()
+      .nullable()
+      .openapi({ description: 'Observations in the first data point (histograms, summary)' }),
+    attributes: SampleAttributesSchema.openapi({
+      description: "The first data point's attributes (at most 6)",
+    }),
+  })
+  .openapi('TelemetryMetricSample')
+
+export const LogSampleSchema = z
+  .object({
+    service: z.string().nullable(),
+    time: z
+      .string()
+      .nullable()
+      .openapi({ description: 'ISO 8601: the time of the event, else when it was observed' }),
+    severity: z
+      .string()
+      .openapi({ description: 'severity_text, else named from severity_number (INFO, ERROR…)' }),
+    body: z.string().openapi({ description: 'Up to 160 characters; structured bodies as short JSON' }),
+    trace_id: z.string().nullable(),
+    attributes: SampleAttributesSchema,
+  })
+  .openapi('TelemetryLogSample')
+
+/** What an accepted export is kept as (with its ingestion result), by signal. */
+export type ExportSample =
+  | { signal: 'traces'; spans: z.infer<typeof SpanSampleSchema>[]; truncated: boolean }
+  | { signal: 'metrics'; metrics: z.infer<typeof MetricSampleSchema>[]; truncated: boolean }
+  | { signal: 'logs'; records: z.infer<typeof LogSampleSchema>[]; truncated: boolean }
+
+const sampledExport = {
+  ingestion_id: z.string().uuid(),
+  created_at: z.string(),
+  request_id: z.string(),
+  items: z.number().int().openapi({ description: 'Items in the whole export' }),
+  truncated: z.boolean().openapi({ description: 'The export had more than the sample keeps' }),
+}
+
+export const RecentTelemetrySchema = z
+  .object({
+    object: z.literal('telemetry.recent'),
+    traces: z.array(z.object({ ...sampledExport, spans: z.array(SpanSampleSchema) })),
+    metrics: z.array(z.object({ ...sampledExport, metrics: z.array(MetricSampleSchema) })),
+    logs: z.array(z.object({ ...sampledExport, records: z.array(LogSampleSchema) })),
+  })
+  .openapi('TelemetryRecent')
+
+export const RecentTelemetryQuerySchema = z.object({
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(20)
+    .default(5)
+    .openapi({ description: 'Exports per signal, newest first (1–20, default 5)' }),
+})
+
 export const TelemetryStatusSchema = z
   .object({
     object: z.literal('telemetry.status'),

@@ -12,6 +12,7 @@
  * newest first, until it passes `since`, and compares metadata exactly (docs/quantum-selector.md).
  */
 import { z } from 'zod'
+import { readAnswerTextWithin } from '../../http/bounded-answer'
 import {
   type ProviderAccount,
   type ProviderJob,
@@ -26,6 +27,11 @@ import {
 const REQUEST_TIMEOUT_MS = 15_000
 /** Pages of 100 jobs searched for a lost submission at most. */
 const MAX_LOOKUP_PAGES = 20
+/**
+ * Most an answer may decode to: a page of 100 job records, or the results of 36 qubits over many
+ * shots, are far smaller (a histogram of 10,000 distinct states is ~300 KB).
+ */
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 const JobRecordSchema = z.looseObject({
   id: z.string().min(1),
@@ -191,7 +197,17 @@ export class IonqV03Provider implements QpuProvider {
         `IonQ ${method} ${path.split('?')[0]} got no answer (${reason})`,
       )
     }
-    const text = await res.text().catch(() => '')
+    // Read within a cap (decoded): a compressed bomb from the provider costs this worker no more
+    // than the cap (shared/http/bounded-answer.ts).
+    const answer = await readAnswerTextWithin(res, MAX_ANSWER_BYTES).catch(() => '')
+    if (answer === null) {
+      throw new QpuProviderError(
+        creates ? 'outcome_unknown' : 'retryable',
+        `IonQ answered ${method} ${path.split('?')[0]} with more than ${MAX_ANSWER_BYTES / (1024 * 1024)} MiB; nothing past that was read`,
+        { status: res.status },
+      )
+    }
+    const text = answer
     if (!res.ok) {
       const parsed = ErrorBodySchema.safeParse(safeJson(text))
       const detail = parsed.success

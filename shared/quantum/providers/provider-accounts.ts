@@ -37,7 +37,9 @@ export async function openQpuAccount(
   if (ref.kind === 'managed') return managedAccount(env)
   const database = openDatabase(env, { max: 1 })
   try {
-    return await openConnectionAccount(database.db, env.PROVIDER_CREDENTIAL_KEYS, tenantId, ref.connection_id)
+    // Only live jobs reach hardware (test mode never does): the connection is a live one.
+    const scope = { tenantId, mode: 'live' } as const
+    return await openConnectionAccount(database.db, env.PROVIDER_CREDENTIAL_KEYS, scope, ref.connection_id)
   } finally {
     await database.close()
   }

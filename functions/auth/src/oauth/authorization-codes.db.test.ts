@@ -27,7 +27,7 @@ async function fixture() {
       .values({ email: `oauth-${crypto.randomUUID()}@example.test` })
       .returning({ id: users.id })
     await db.insert(members).values({ tenantId, userId: user!.id, role: 'member' })
-    const client = await registerClient(db, { redirect_uris: [REDIRECT], client_name: 'unit' })
+    const client = await registerClient(db, { redirect_uris: [REDIRECT], client_name: 'unit' }, 86_400)
     const verifier = 'v'.repeat(43) + crypto.randomUUID().replaceAll('-', '')
     const request: AuthorizationRequest = {
       client: { id: client.client_id, clientName: 'unit', redirectUris: [REDIRECT] },

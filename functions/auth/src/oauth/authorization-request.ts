@@ -42,8 +42,16 @@ export async function checkAuthorizationRequest(
   db: Drizzle,
   params: AuthorizationParams,
   baseUrl: string,
+  /** OAUTH_UNUSED_CLIENT_TTL_SECONDS: clients that never completed an authorization expire. */
+  unusedClientTtlSeconds: number,
 ): Promise<CheckedAuthorization> {
-  const client = await findClient(db, params.client_id)
+  const client = await findClient(db, params.client_id, unusedClientTtlSeconds)
+  if (client === 'expired') {
+    return {
+      kind: 'invalid_page',
+      message: `The application asking for access registered more than ${unusedClientTtlSeconds % 3600 === 0 ? `${unusedClientTtlSeconds / 3600} hours` : `${unusedClientTtlSeconds} seconds`} ago and never completed an authorization, so its registration expired (client_id ${params.client_id}). Start again from the application: it has to register again.`,
+    }
+  }
   if (!client) {
     return {
       kind: 'invalid_page',

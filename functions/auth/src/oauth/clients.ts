@@ -10,10 +10,16 @@
  * Every client is public (`token_endpoint_auth_method: none`): it proves possession with PKCE.
  * A client asking for a secret-based method is registered as `none` and told so in the answer
  * (RFC 7591 §3.2.1 lets the server replace requested values).
+ *
+ * Expiry: a client that has not completed an authorization (exchanged a code for tokens,
+ * `authorized_at`) within OAUTH_UNUSED_CLIENT_TTL_SECONDS (24 h) of registering is expired: the
+ * authorization page refuses it at once, and registrations sweep such clients away (at most
+ * SWEEP_BATCH per registration, oldest first), so what open registration stores stays bounded by
+ * the registration throttle times the TTL, with no scheduled job.
  */
 
 import type { z } from '@hono/zod-openapi'
-import { eq } from 'drizzle-orm'
+import { and, eq, inArray, isNull, lt } from 'drizzle-orm'
 import { MCP_RESOURCE_SCOPES } from '../../../../shared/auth/oauth-resources'
 import { generateOAuthClientId } from '../../../../shared/auth/opaque-credentials'
 import type { Drizzle } from '../../../../shared/db/client'
@@ -34,11 +40,18 @@ const FORBIDDEN_SCHEMES = new Set([
   'wss:',
 ])
 
+/** Expired clients deleted by each registration. */
+const SWEEP_BATCH = 100
+
 export interface OAuthClient {
   id: string
   clientName: string | null
   redirectUris: string[]
 }
+
+/** The registration instant before which a never-authorized client is expired. */
+const expiryCutoff = (now: Date, unusedTtlSeconds: number) =>
+  new Date(now.getTime() - unusedTtlSeconds * 1000)
 
 /** Why `uri` cannot be a redirect URI, or null when it can. */
 export function redirectUriProblem(uri: string): string | null {
@@ -89,6 +102,7 @@ export function redirectUriMatches(registered: string, presented: string): boole
 export async function registerClient(
   db: Drizzle,
   request: z.infer<typeof ClientRegistrationRequestSchema>,
+  unusedTtlSeconds: number,
   now = new Date(),
 ) {
   for (const uri of request.redirect_uris) {
@@ -125,6 +139,7 @@ export async function registerClient(
     response_types: ['code' as const],
     token_endpoint_auth_method: 'none' as const,
   }
+  await sweepExpiredClients(db, unusedTtlSeconds, now)
   await db.insert(oauthClients).values({
     id: registered.client_id,
     clientName: request.client_name ?? null,
@@ -135,16 +150,50 @@ export async function registerClient(
   return registered
 }
 
-export async function findClient(db: Drizzle, clientId: string | undefined): Promise<OAuthClient | null> {
+/** Deletes up to SWEEP_BATCH expired clients, oldest first (their unspent codes go with them). */
+export async function sweepExpiredClients(db: Drizzle, unusedTtlSeconds: number, now = new Date()) {
+  const expired = db
+    .select({ id: oauthClients.id })
+    .from(oauthClients)
+    .where(
+      and(isNull(oauthClients.authorizedAt), lt(oauthClients.createdAt, expiryCutoff(now, unusedTtlSeconds))),
+    )
+    .orderBy(oauthClients.createdAt)
+    .limit(SWEEP_BATCH)
+  await db.delete(oauthClients).where(inArray(oauthClients.id, expired))
+}
+
+/**
+ * The client, `'expired'` when it never completed an authorization within the TTL (whether or not
+ * a sweep deleted it yet), or null when it is not registered.
+ */
+export async function findClient(
+  db: Drizzle,
+  clientId: string | undefined,
+  unusedTtlSeconds: number,
+  now = new Date(),
+): Promise<OAuthClient | 'expired' | null> {
   if (!clientId || clientId.length > 100) return null
   const [row] = await db
     .select({
       id: oauthClients.id,
       clientName: oauthClients.clientName,
       redirectUris: oauthClients.redirectUris,
+      createdAt: oauthClients.createdAt,
+      authorizedAt: oauthClients.authorizedAt,
     })
     .from(oauthClients)
     .where(eq(oauthClients.id, clientId))
     .limit(1)
-  return row ?? null
+  if (!row) return null
+  if (!row.authorizedAt && row.createdAt < expiryCutoff(now, unusedTtlSeconds)) return 'expired'
+  return { id: row.id, clientName: row.clientName, redirectUris: row.redirectUris }
+}
+
+/** Records the client's first completed authorization (a code exchanged for tokens): it no longer expires. */
+export async function markClientAuthorized(db: Drizzle, clientId: string, now = new Date()): Promise<void> {
+  await db
+    .update(oauthClients)
+    .set({ authorizedAt: now })
+    .where(and(eq(oauthClients.id, clientId), isNull(oauthClients.authorizedAt)))
 }

@@ -19,6 +19,8 @@ export type OAuthErrorCode =
   | 'unsupported_response_type'
   | 'server_error'
   | 'temporarily_unavailable'
+  /** Not an RFC code: too many registrations from one address (registration-throttle.ts). */
+  | 'registration_throttled'
 
 export class OAuthError extends AppError {
   constructor(

@@ -2,7 +2,8 @@
  * The OAuth 2.1 authorization server MCP clients complete unattended (docs/mcp.md):
  *
  *   GET  /.well-known/oauth-authorization-server   RFC 8414 metadata (issuer = the public base URL)
- *   POST /oauth/register                           RFC 7591 dynamic registration (public clients)
+ *   POST /oauth/register                           RFC 7591 dynamic registration (public clients),
+ *                                                  throttled per address; unused clients expire
  *   GET  /oauth/authorize                          the login and consent page
  *   POST /oauth/authorize                          the person's answer → 302 to the client with a code
  *   POST /oauth/token                              authorization_code (PKCE S256) and refresh_token
@@ -19,16 +20,18 @@ import { appendAuditEvent } from '../../../../durable-objects/audit-log/audit-cl
 import { MCP_RESOURCE_SCOPES } from '../../../../shared/auth/oauth-resources'
 import { userSubject } from '../../../../shared/auth/subjects'
 import { members, tenants } from '../../../../shared/db/schema'
+import { errorResponse } from '../../../../shared/http/error-body'
 import { AppError } from '../../../../shared/http/errors'
 import type { FamilyEnv } from '../../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../../shared/worker/request-database'
 import { type AuthEnv, authSettings } from '../auth.context'
+import { clientAddress } from '../login-throttle'
 import { revokeFamily, rotateRefreshToken, startRefreshFamily } from '../refresh-tokens'
 import { issueAccessToken } from '../token-issuer'
 import { authenticateUser, chooseTenant } from '../user-authentication'
 import { issueAuthorizationCode, linkCodeToFamily, spendAuthorizationCode } from './authorization-codes'
 import { type AuthorizationRequest, checkAuthorizationRequest, redirectWith } from './authorization-request'
-import { registerClient } from './clients'
+import { markClientAuthorized, registerClient } from './clients'
 import { consentPage, errorPage, PAGE_HEADERS } from './consent-page'
 import {
   AuthorizationParamsSchema,
@@ -41,9 +44,14 @@ import {
   TokenResponseSchema,
 } from './oauth.schemas'
 import { OAuthError, oauthError } from './oauth-error'
+import { countRegistration } from './registration-throttle'
 
 type AuthContext = Context<FamilyEnv<AuthEnv>>
 
+/** The database behind clients, codes and refresh families (or the token signer) is unreachable. */
+const identityStoreDown = errorResponse(
+  'identity_store_unavailable, or no signing key can issue the token; retry shortly',
+)
 export function authorizationServerMetadata(
   baseUrl: string,
 ): z.infer<typeof AuthorizationServerMetadataSchema> {
@@ -172,7 +180,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       tags: ['OAuth'],
       summary: 'RFC 7591 dynamic client registration (public clients with PKCE)',
       description:
-        'Redirect URIs: https, http on a loopback host (any port at use, RFC 8252 §7.3), or a reverse-domain private-use scheme. Every client is registered with token_endpoint_auth_method "none".',
+        'Redirect URIs: https, http on a loopback host (any port at use, RFC 8252 §7.3), or a reverse-domain private-use scheme. Every client is registered with token_endpoint_auth_method "none". At most OAUTH_REGISTRATIONS_PER_ADDRESS registrations (default 10) per client address per OAUTH_REGISTRATION_WINDOW_SECONDS (default 3600), then 429 registration_throttled with Retry-After. A client that has not exchanged an authorization code for tokens within OAUTH_UNUSED_CLIENT_TTL_SECONDS (default 24 h) of registering expires: the authorization page refuses it, and it is deleted.',
       request: { body: { required: true, content: { 'application/json': { schema: z.unknown() } } } },
       responses: {
         201: {
@@ -180,9 +188,17 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           content: { 'application/json': { schema: ClientRegistrationResponseSchema } },
         },
         400: oauthErrorResponse('invalid_redirect_uri or invalid_client_metadata'),
+        429: oauthErrorResponse(
+          'registration_throttled: too many registrations from this address; see Retry-After',
+        ),
+        503: identityStoreDown,
       },
     }),
     async (c) => {
+      const settings = authSettings(c.env)
+      await withRequestDatabase(c, 'identity', (db) =>
+        countRegistration(db, clientAddress(c.req.raw), settings),
+      )
       const input = await c.req.json().catch(() => undefined)
       const result = ClientRegistrationRequestSchema.safeParse(input)
       if (!result.success) {
@@ -193,7 +209,9 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           `${issue.path.join('.') || 'body'}: ${issue.message}`,
         )
       }
-      const registered = await withRequestDatabase(c, 'identity', (db) => registerClient(db, result.data))
+      const registered = await withRequestDatabase(c, 'identity', (db) =>
+        registerClient(db, result.data, settings.unusedClientTtlSeconds),
+      )
       return c.json(registered, 201, { 'cache-control': 'no-store' })
     },
   )
@@ -214,6 +232,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           description: 'Unknown client or redirect URI',
           content: { 'text/html': { schema: z.string() } },
         },
+        503: identityStoreDown,
       },
     }),
   )
@@ -221,7 +240,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
     const params = parsed(AuthorizationParamsSchema, c.req.query())
     const { baseUrl } = c.get('request')
     const checked = await withRequestDatabase(c, 'identity', (db) =>
-      checkAuthorizationRequest(db, params, baseUrl),
+      checkAuthorizationRequest(db, params, baseUrl, authSettings(c.env).unusedClientTtlSeconds),
     )
     if (checked.kind === 'invalid_page') return html(errorPage(checked.message), 400)
     if (checked.kind === 'redirect_error') {
@@ -257,6 +276,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           description: 'The page again: too many failures',
           content: { 'text/html': { schema: z.string() } },
         },
+        503: identityStoreDown,
       },
     }),
   )
@@ -264,7 +284,12 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
     const form = parsed(ConsentFormSchema, await formOf(c))
     const { baseUrl } = c.get('request')
     const checked = await withRequestDatabase(c, 'identity', (db) =>
-      checkAuthorizationRequest(db, AuthorizationParamsSchema.parse(form), baseUrl),
+      checkAuthorizationRequest(
+        db,
+        AuthorizationParamsSchema.parse(form),
+        baseUrl,
+        authSettings(c.env).unusedClientTtlSeconds,
+      ),
     )
     if (checked.kind === 'invalid_page') return html(errorPage(checked.message), 400)
     if (checked.kind === 'redirect_error') {
@@ -285,7 +310,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
       tags: ['OAuth'],
       summary: 'Token endpoint: authorization_code (with PKCE) and refresh_token grants',
       description:
-        'Refresh tokens rotate on every use; presenting a spent one revokes every token of that authorization (RFC 9700 §4.14.2), as does presenting a spent authorization code.',
+        'Refresh tokens rotate on every use; presenting a spent one revokes every token of that authorization (RFC 9700 §4.14.2), as does presenting a spent authorization code: its refresh tokens at once, its access tokens (which name it in `sid`) everywhere within API_KEY_CACHE_TTL_SECONDS (401 token_revoked).',
       request: {
         body: {
           required: true,
@@ -298,6 +323,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           'invalid_request, invalid_grant, invalid_target, invalid_scope, unsupported_grant_type',
         ),
         401: oauthErrorResponse('invalid_client'),
+        503: identityStoreDown,
       },
     }),
   )
@@ -333,6 +359,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
         ).length > 0
       const issue = (
         owner: { tenantId: string; userId: string },
+        familyId: string,
         grant: 'authorization_code' | 'refresh_token',
         resource: string,
         scope: string,
@@ -341,6 +368,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           tenantId: owner.tenantId,
           sub: userSubject(owner.userId),
           aud: 'platform',
+          sessionId: familyId,
           oauth: { resource, scope, clientId, grant },
           requestId,
           method: 'POST',
@@ -370,7 +398,8 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           oauth: { clientId, resource: spent.resource, scope: spent.scope },
         })
         await linkCodeToFamily(db, spent.codeHash, familyId)
-        const token = await issue(spent, 'authorization_code', spent.resource, spent.scope)
+        await markClientAuthorized(db, clientId)
+        const token = await issue(spent, familyId, 'authorization_code', spent.resource, spent.scope)
         return { token, refreshToken, scope: spent.scope }
       }
 
@@ -420,7 +449,7 @@ export function oauthRoutes(app: OpenAPIHono<FamilyEnv<AuthEnv>>): void {
           )
         }
         const scope = wanted?.length ? wanted.join(' ') : grant.scope
-        const token = await issue(rotated, 'refresh_token', grant.resource, scope)
+        const token = await issue(rotated, rotated.familyId, 'refresh_token', grant.resource, scope)
         return { token, refreshToken: rotated.refreshToken, scope }
       }
 

@@ -78,6 +78,11 @@ export function consoleApi(options: {
   ctx: ExecutionContext
   baseUrl: string
   session: ConsoleSession | null
+  /**
+   * The mode the console's test/live switch chose: sent as `x-svc-mode` with every call made
+   * with the person's token, so the pages show (and create) that mode's data.
+   */
+  mode?: 'test' | 'live'
   accessToken: () => Promise<string>
   refreshAfterRefusal: () => Promise<boolean>
 }): ConsoleApi {
@@ -90,6 +95,7 @@ export function consoleApi(options: {
     const attempt = async () => {
       const headers: Record<string, string> = { accept: 'application/json' }
       if (auth) headers.authorization = `Bearer ${await options.accessToken()}`
+      if (auth && options.mode) headers['x-svc-mode'] = options.mode
       const text = body === undefined ? undefined : JSON.stringify(body)
       if (text !== undefined) {
         headers['content-type'] = 'application/json'

@@ -279,6 +279,7 @@ function sessionApi(c: ConsoleContext, dispatch: Dispatch, session: ConsoleSessi
     ctx: c.executionCtx as ExecutionContext,
     baseUrl,
     session,
+    mode: c.get('mode'),
     accessToken: async () => {
       if (session.tokens.accessExpiresAt - 30_000 <= Date.now()) await refresh()
       return session.tokens.accessToken

@@ -44,6 +44,8 @@ p.lead{color:#4a5562;margin-top:-.5rem}
 .panel>h2:first-child,.panel>figcaption:first-child{margin-top:0}
 button.small{white-space:nowrap}
 td code{white-space:nowrap}
+.attributes{display:flex;flex-wrap:wrap;gap:.2rem .4rem}
+td .attributes code{white-space:normal;overflow-wrap:anywhere}
 .panel{background:#fff;border:1px solid #d8dde4;border-radius:8px;padding:1rem 1.25rem;margin-bottom:1.25rem}
 .table-wrap{position:relative;overflow-x:auto;background:#fff;border:1px solid #d8dde4;border-radius:8px;margin-bottom:1.25rem}
 table{border-collapse:collapse;width:100%;font-size:.92rem}

@@ -11,12 +11,17 @@ import { testEmbedding } from './test-embedding'
 
 const live: Identity = {
   tenantId: crypto.randomUUID(),
+  mode: 'live',
   principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'live' },
   role: 'owner',
   planId: 'pro',
   scopes: [],
 }
-const test: Identity = { ...live, principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' } }
+const test: Identity = {
+  ...live,
+  mode: 'test',
+  principal: { kind: 'api_key', keyId: crypto.randomUUID(), mode: 'test' },
+}
 
 function setup(overrides: Record<string, unknown> = {}) {
   const fake = createOpenAiEmbeddingsFake()

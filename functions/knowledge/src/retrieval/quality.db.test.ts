@@ -24,7 +24,8 @@ describe('retrieval quality on the labelled set', () => {
     const embedder = testEmbedder()
     const plan = resolvePlan({}, 'enterprise')
     const ranked = await withTestDatabase(async (db) => {
-      for (const doc of labelled.documents) await uploadDocument(db, { tenantId }, doc, { plan, embedder })
+      for (const doc of labelled.documents)
+        await uploadDocument(db, { tenantId, mode: 'live' }, doc, { plan, embedder })
       const sourceOf = new Map(
         (
           await db

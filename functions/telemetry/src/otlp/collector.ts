@@ -9,10 +9,14 @@
  * receiver sets from the authenticated request (TENANT_HEADERS), which the collector's
  * configuration (deploy/otel-collector.yaml) turns into resource attributes.
  */
+import { readAnswerWithin } from '../../../../shared/http/bounded-answer'
 import { AppError } from '../../../../shared/http/errors'
 import type { TelemetrySettings } from '../telemetry.context'
 import type { OtlpSignal } from './otlp-schema'
 import type { ContentEncoding } from './request-body'
+
+/** Most the collector's answer may decode to. */
+const MAX_COLLECTOR_ANSWER_BYTES = 1024 * 1024
 
 /** Headers the receiver sets for the collector (and strips from nothing: it copies none). */
 export const TENANT_HEADERS = {
@@ -95,7 +99,17 @@ export async function sendToCollector(
       body: exported.body,
       signal: controller.signal,
     })
-    const body = new Uint8Array(await response.arrayBuffer())
+    // An Export…ServiceResponse is a few bytes; the answer is read within a cap, decoded, so a
+    // collector's compressed answer never inflates past it (shared/http/bounded-answer.ts).
+    const body = await readAnswerWithin(response, MAX_COLLECTOR_ANSWER_BYTES)
+    if (body === null) {
+      throw new AppError(
+        502,
+        'collector_failed',
+        'The OTLP collector answered with more than 1 MiB, which no OTLP export response is; retry later.',
+        { headers: { 'retry-after': '5' } },
+      )
+    }
     return {
       status: response.status,
       body,
@@ -103,6 +117,7 @@ export async function sendToCollector(
       retryAfter: response.headers.get('retry-after'),
     }
   } catch (err) {
+    if (err instanceof AppError) throw err
     if (controller.signal.aborted) {
       throw new AppError(
         504,

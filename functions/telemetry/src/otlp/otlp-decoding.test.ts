@@ -217,9 +217,9 @@ async function gzip(bytes: Uint8Array, format: 'gzip' | 'deflate' = 'gzip'): Pro
   return new Uint8Array(await new Response(stream).arrayBuffer())
 }
 
-const statusOf = async (promise: Promise<unknown>) => {
+const statusOf = async (run: () => unknown) => {
   try {
-    await promise
+    await run()
   } catch (err) {
     return err instanceof AppError ? `${err.status} ${err.code}` : String(err)
   }
@@ -230,12 +230,12 @@ describe('body and compression', () => {
   it('decompresses within the limit and refuses past it (413), corrupt or cut short (400)', async () => {
     const payload = new Uint8Array(10_000).fill(7)
     const packed = await gzip(payload)
-    expect(await decompress(packed, 'gzip', 10_000)).toEqual(payload)
-    expect(await statusOf(decompress(packed, 'gzip', 9_999))).toBe('413 request_too_large')
-    expect(await statusOf(decompress(packed.subarray(0, packed.length - 8), 'gzip', 10_000))).toBe(
+    expect(decompress(packed, 'gzip', 10_000)).toEqual(payload)
+    expect(await statusOf(() => decompress(packed, 'gzip', 9_999))).toBe('413 request_too_large')
+    expect(await statusOf(() => decompress(packed.subarray(0, packed.length - 8), 'gzip', 10_000))).toBe(
       '400 invalid_content_encoding',
     )
-    expect(await statusOf(decompress(new Uint8Array([1, 2, 3, 4]), 'deflate', 10_000))).toBe(
+    expect(await statusOf(() => decompress(new Uint8Array([1, 2, 3, 4]), 'deflate', 10_000))).toBe(
       '400 invalid_content_encoding',
     )
   })
@@ -243,23 +243,57 @@ describe('body and compression', () => {
   it('Content-Encoding: deflate (HTTP deflate, the zlib format) within the same limit; identity as is', async () => {
     const payload = new Uint8Array(10_000).fill(9)
     const packed = await gzip(payload, 'deflate')
-    expect(await decompress(packed, 'deflate', 10_000)).toEqual(payload)
-    expect(await statusOf(decompress(packed, 'deflate', 9_999))).toBe('413 request_too_large')
+    expect(decompress(packed, 'deflate', 10_000)).toEqual(payload)
+    expect(await statusOf(() => decompress(packed, 'deflate', 9_999))).toBe('413 request_too_large')
     // identity: the bytes as read (readRawBody already held them to the limit).
-    expect(await decompress(payload, 'identity', 10_000)).toBe(payload)
+    expect(decompress(payload, 'identity', 10_000)).toBe(payload)
   })
 
-  it('stops a bomb early: 64 MiB of zeros against a 1 MiB limit', async () => {
+  it('takes exactly the limit after decompression and refuses one byte more, in both encodings', async () => {
+    // 64 KiB and 64 KiB + 1 are where workerd's zlib, capped at exactly the limit, refuses an
+    // output of exactly the limit (it grows its buffer a 64 KiB chunk at a time).
+    for (const limit of [64 * 1024, 64 * 1024 + 1, 8 * 1024 * 1024]) {
+      for (const format of ['gzip', 'deflate'] as const) {
+        const exact = new Uint8Array(limit).fill(1)
+        expect(decompress(await gzip(exact, format), format, limit).byteLength).toBe(limit)
+        const over = new Uint8Array(limit + 1).fill(1)
+        expect(await statusOf(async () => decompress(await gzip(over, format), format, limit))).toBe(
+          '413 request_too_large',
+        )
+      }
+    }
+  })
+
+  it('stops a bomb early: 64 MiB of zeros against a 1 MiB limit, gzip and deflate', async () => {
     const zeros = new Uint8Array(64 * 1024 * 1024)
-    const bomb = await gzip(zeros)
-    expect(bomb.length).toBeLessThan(200_000)
-    expect(await statusOf(decompress(bomb, 'gzip', 1024 * 1024))).toBe('413 request_too_large')
+    for (const format of ['gzip', 'deflate'] as const) {
+      const bomb = await gzip(zeros, format)
+      expect(bomb.length).toBeLessThan(200_000)
+      expect(await statusOf(() => decompress(bomb, format, 1024 * 1024))).toBe('413 request_too_large')
+    }
   })
 
-  it('reads a raw body within its limit', async () => {
+  it('takes concatenated gzip members (RFC 1952) and refuses trailing bytes that are not one', async () => {
+    const one = await gzip(new Uint8Array(100).fill(3))
+    expect(decompress(new Uint8Array([...one, ...one]), 'gzip', 1000)).toEqual(new Uint8Array(200).fill(3))
+    expect(await statusOf(() => decompress(new Uint8Array([...one, 0x41, 0x42]), 'gzip', 1000))).toBe(
+      '400 invalid_content_encoding',
+    )
+  })
+
+  it('reads a raw body within its limit, refusing a declared length over it before reading', async () => {
     const body = () => new Response(new Uint8Array(100)).body
     expect((await readRawBody(body(), 100)).length).toBe(100)
-    expect(await statusOf(readRawBody(body(), 99))).toBe('413 request_too_large')
+    expect(await statusOf(() => readRawBody(body(), 99))).toBe('413 request_too_large')
+    let pulled = 0
+    const unread = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++
+        controller.enqueue(new Uint8Array(10))
+      },
+    })
+    expect(await statusOf(() => readRawBody(unread, 99, '100'))).toBe('413 request_too_large')
+    expect(pulled).toBeLessThanOrEqual(1)
   })
 })
 

@@ -13,13 +13,13 @@ import { BinaryReader, WireType } from '@bufbuild/protobuf/wire'
 import { type FieldSpec, MAX_NESTING, type MessageName, OTLP_MESSAGES, type ScalarKind } from './otlp-schema'
 
 export class OtlpDecodeError extends Error {
-  constructor(
-    message: string,
-    /** Where in the request, as in `resource_spans[0].scope_spans[0].spans[3].trace_id`. */
-    readonly path: string,
-  ) {
+  /** Where in the request, as in `resource_spans[0].scope_spans[0].spans[3].trace_id`. */
+  readonly path: string
+
+  constructor(message: string, path: string) {
     super(message)
     this.name = 'OtlpDecodeError'
+    this.path = path
   }
 }
 

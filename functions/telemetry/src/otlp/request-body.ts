@@ -1,14 +1,34 @@
 /**
  * Reads an OTLP request body within the route's limit, and its decompressed form within the same
- * limit. The limit applies after decompression (OTLP/HTTP: 413 once the decoded size is over),
- * counted while the decompressor runs: a gzip bomb is stopped as soon as its output passes the
- * limit, having produced no more than the limit plus one chunk.
+ * limit (OTLP/HTTP: 413 once the decoded size is over).
+ *
+ * Decompression is the runtime's zlib (node:zlib under nodejs_compat) with `maxOutputLength`: it
+ * inflates into an output buffer that grows a chunk at a time and stops with a RangeError when the
+ * next chunk would pass the cap, so a bomb costs at most the cap in memory and the time to inflate
+ * that much (about 10-30 ms for 8 MiB), whatever it would expand to: no more than a legitimate
+ * export of the same size.
+ *
+ * DecompressionStream cannot promise that on workerd: its writes have no backpressure, so each
+ * write is inflated whole into an internal buffer before any output can be counted, and feeding it
+ * in small slices does not help because the slices are all written before the reader runs
+ * (measured: a 1 GiB bomb in 4 KiB slices still grew the runtime by 1 GB).
+ *
+ * The body is read whole before it is inflated, not refused from its first part: a refusal sent
+ * while the client is still sending makes the local runtime close the connection with request
+ * bytes unread, which resets it, and the client can lose the answer (seen with four bombs at once).
  */
-
+import { gunzipSync, inflateSync } from 'node:zlib'
 import { formatBytes } from '../../../../shared/http/body'
 import { AppError } from '../../../../shared/http/errors'
 
 export type ContentEncoding = 'identity' | 'gzip' | 'deflate'
+
+/**
+ * workerd's zlib refuses to grow its output by another 64 KiB chunk once that would pass
+ * `maxOutputLength`, so capped at exactly the limit it refuses some outputs of exactly the limit
+ * (64 KiB, for one). The cap is one chunk above the limit and the length is checked here.
+ */
+const INFLATE_SLACK_BYTES = 64 * 1024
 
 /** The Content-Encoding of the request (absent = identity); anything else is 415. */
 export function contentEncodingOf(header: string | null): ContentEncoding {
@@ -32,24 +52,38 @@ export function tooLarge(what: string, limit: number): AppError {
   )
 }
 
-async function collect(stream: ReadableStream<Uint8Array>, limit: number, onOver: () => AppError) {
-  const reader = stream.getReader()
+/**
+ * The body as received (compressed or not), refused with 413 past `limit`: on a declared
+ * Content-Length before anything is read, otherwise as soon as the bytes streamed in pass it.
+ */
+export async function readRawBody(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+  declaredLength: string | null = null,
+): Promise<Uint8Array> {
+  if (declaredLength !== null && Number(declaredLength) > limit) {
+    body?.cancel().catch(() => {})
+    throw tooLarge('request body', limit)
+  }
+  if (!body) return new Uint8Array(0)
+  const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let total = 0
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      total += value.byteLength
-      if (total > limit) {
-        await reader.cancel().catch(() => {})
-        throw onOver()
-      }
-      chunks.push(value)
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return joined(chunks, total)
+    total += value.byteLength
+    if (total > limit) {
+      // More than any export may carry: not worth reading on. Not awaited, so the refusal goes
+      // out now.
+      reader.cancel().catch(() => {})
+      throw tooLarge('request body', limit)
     }
-  } finally {
-    reader.releaseLock()
+    chunks.push(value)
   }
+}
+
+function joined(chunks: Uint8Array[], total: number): Uint8Array {
   if (chunks.length === 1) return chunks[0]!
   const bytes = new Uint8Array(total)
   let offset = 0
@@ -60,35 +94,20 @@ async function collect(stream: ReadableStream<Uint8Array>, limit: number, onOver
   return bytes
 }
 
-/** The body as received (compressed or not), refused with 413 past `limit`. */
-export async function readRawBody(
-  body: ReadableStream<Uint8Array> | null,
-  limit: number,
-): Promise<Uint8Array> {
-  if (!body) return new Uint8Array(0)
-  return collect(body, limit, () => tooLarge('request body', limit))
-}
-
-/** The decompressed body, refused with 413 once its output passes `limit`, 400 when corrupt or cut short. */
-export async function decompress(
-  bytes: Uint8Array,
-  encoding: ContentEncoding,
-  limit: number,
-): Promise<Uint8Array> {
+/**
+ * The decompressed body: 413 once its output passes `limit` (inflation stops there, see the
+ * header), 400 when it is corrupt or cut short. gzip takes concatenated members, as RFC 1952 allows.
+ */
+export function decompress(bytes: Uint8Array, encoding: ContentEncoding, limit: number): Uint8Array {
   if (encoding === 'identity') return bytes
-  const source = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(bytes)
-      controller.close()
-    },
-  })
-  const stream = source.pipeThrough(
-    new DecompressionStream(encoding) as unknown as TransformStream<Uint8Array, Uint8Array>,
-  )
+  const inflate = encoding === 'gzip' ? gunzipSync : inflateSync
+  let decoded: Uint8Array
   try {
-    return await collect(stream, limit, () => tooLarge('decompressed request body', limit))
+    decoded = inflate(bytes, { maxOutputLength: limit + INFLATE_SLACK_BYTES })
   } catch (err) {
-    if (err instanceof AppError) throw err
+    // The output cap is the only RangeError inflating a buffer of this size can raise (workerd:
+    // "Memory limit exceeded"; Node: ERR_BUFFER_TOO_LARGE); corrupt data is a plain Error.
+    if (err instanceof RangeError) throw tooLarge('decompressed request body', limit)
     throw new AppError(
       400,
       'invalid_content_encoding',
@@ -96,4 +115,6 @@ export async function decompress(
       { param: 'content-encoding', internalMessage: String(err) },
     )
   }
+  if (decoded.byteLength > limit) throw tooLarge('decompressed request body', limit)
+  return new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength)
 }

@@ -142,7 +142,7 @@ export function signInPages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
         error?.code === 'invalid_credentials'
           ? 'The email or password is wrong.'
           : error?.code === 'login_throttled'
-            ? `Too many failed sign-ins. ${error.message ?? 'Wait and try again.'}`
+            ? (error.message ?? 'Too many failed sign-ins. Wait and try again.')
             : (error?.message ?? `Sign-in failed (HTTP ${login.status}).`)
       return render(
         c,

@@ -1,8 +1,9 @@
 /**
- * Telemetry: the OTLP receiver's status (collector probe, the last minutes' error rate), totals per
- * signal and the newest ingestions; and the observability tokens that open ingestion (owners and
- * admins: create with the token shown once, rotate, revoke). A client of /platform/v1/telemetry/*
- * and /platform/v1/observability-tokens.
+ * Telemetry: the OTLP receiver's status (collector probe, the last minutes' error rate), what the
+ * workspace sent lately (spans, metrics and log records sampled from the newest exports the
+ * collector took), totals per signal and the newest ingestions; and the observability tokens that
+ * open ingestion (owners and admins: create with the token shown once, rotate, revoke). A client
+ * of /platform/v1/telemetry/* and /platform/v1/observability-tokens.
  */
 import type { z } from '@hono/zod-openapi'
 import type { Hono } from 'hono'
@@ -10,6 +11,7 @@ import type {
   IngestionListSchema,
   ObservabilityTokenListSchema,
   ObservabilityTokenWithSecretSchema,
+  RecentTelemetrySchema,
   TelemetryStatusSchema,
 } from '../../../../telemetry/src/telemetry.schemas'
 import {
@@ -28,10 +30,131 @@ import { CsrfField, Frame, formatDate, formatNumber } from '../layout'
 
 type TelemetryStatus = z.infer<typeof TelemetryStatusSchema>
 type IngestionList = z.infer<typeof IngestionListSchema>
+type RecentTelemetry = z.infer<typeof RecentTelemetrySchema>
 type TokenList = z.infer<typeof ObservabilityTokenListSchema>
 type TokenWithSecret = z.infer<typeof ObservabilityTokenWithSecretSchema>
 
 const TOKENS = '/platform/v1/observability-tokens'
+/** Exports per signal asked for, and items shown per table. */
+const RECENT_EXPORTS = 5
+const RECENT_ROWS = 20
+
+/** A span's duration as measured: microseconds under a second, then seconds. */
+function formatDuration(ms: number | null): string {
+  if (ms === null) return '—'
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(3)} s`
+}
+
+/** Attributes as `key=value` chips; nothing shown as "—". */
+function Attributes(props: { attributes: Record<string, string | number | boolean> }) {
+  const entries = Object.entries(props.attributes)
+  if (entries.length === 0) return <span class="muted">—</span>
+  return (
+    <span class="attributes">
+      {entries.map(([key, value]) => (
+        <code>
+          {key}={String(value)}
+        </code>
+      ))}
+    </span>
+  )
+}
+
+/** Spans, metrics and log records of the newest exports, one row per item, newest first. */
+function ReceivedLately({ recent }: { recent: RecentTelemetry }) {
+  const spans = recent.traces
+    .flatMap((e) => e.spans.map((s) => ({ ...s, at: e.created_at })))
+    .slice(0, RECENT_ROWS)
+  const metrics = recent.metrics
+    .flatMap((e) => e.metrics.map((m) => ({ ...m, at: e.created_at })))
+    .slice(0, RECENT_ROWS)
+  const records = recent.logs
+    .flatMap((e) => e.records.map((r) => ({ ...r, at: e.created_at })))
+    .slice(0, RECENT_ROWS)
+  return (
+    <>
+      <h2 id="received-h">Received lately</h2>
+      <p class="muted">
+        The first items of the newest exports the collector took (up to {RECENT_EXPORTS} exports per signal),
+        as they were received.
+      </p>
+      <h3>Traces</h3>
+      <DataTable
+        label="Recent spans"
+        columns={['Started', 'Service', 'Span', { label: 'Duration', num: true }, 'Status', 'Attributes']}
+        rows={spans}
+        empty="No spans received yet."
+        row={(s) => (
+          <tr data-span-id={s.span_id}>
+            <td class="nowrap">{formatDate(s.start_time ?? s.at)}</td>
+            <td>{s.service ?? <span class="muted">unknown</span>}</td>
+            <td>
+              {s.name}
+              <span class="hint">{s.kind}</span>
+            </td>
+            <td class="num nowrap">{formatDuration(s.duration_ms)}</td>
+            <td>{s.status}</td>
+            <td>
+              <Attributes attributes={s.attributes} />
+            </td>
+          </tr>
+        )}
+      />
+      <h3>Metrics</h3>
+      <DataTable
+        label="Recent metrics"
+        columns={[
+          'Received',
+          'Service',
+          'Metric',
+          'Type',
+          { label: 'Value', num: true },
+          { label: 'Points', num: true },
+          'Attributes',
+        ]}
+        rows={metrics}
+        empty="No metrics received yet."
+        row={(m) => (
+          <tr>
+            <td class="nowrap">{formatDate(m.at)}</td>
+            <td>{m.service ?? <span class="muted">unknown</span>}</td>
+            <td>
+              {m.name}
+              {m.unit ? <span class="hint">{m.unit}</span> : null}
+            </td>
+            <td>{m.type}</td>
+            <td class="num nowrap">
+              {m.value === null ? '—' : String(m.value)}
+              {m.count === null ? null : <span class="hint">count {formatNumber(m.count)}</span>}
+            </td>
+            <td class="num">{formatNumber(m.points)}</td>
+            <td>
+              <Attributes attributes={m.attributes} />
+            </td>
+          </tr>
+        )}
+      />
+      <h3>Logs</h3>
+      <DataTable
+        label="Recent log records"
+        columns={['Time', 'Service', 'Severity', 'Body', 'Attributes']}
+        rows={records}
+        empty="No log records received yet."
+        row={(r) => (
+          <tr>
+            <td class="nowrap">{formatDate(r.time ?? r.at)}</td>
+            <td>{r.service ?? <span class="muted">unknown</span>}</td>
+            <td>{r.severity}</td>
+            <td>{r.body}</td>
+            <td>
+              <Attributes attributes={r.attributes} />
+            </td>
+          </tr>
+        )}
+      />
+    </>
+  )
+}
 
 interface PageState {
   flash?: Flash
@@ -44,8 +167,9 @@ interface PageState {
 async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
   const api = c.get('api')
   const admin = isAdmin(c)
-  const [receiver, ingestions, tokens] = await Promise.all([
+  const [receiver, recent, ingestions, tokens] = await Promise.all([
     api.get<TelemetryStatus>('/platform/v1/telemetry/status'),
+    api.get<RecentTelemetry>(`/platform/v1/telemetry/recent?limit=${RECENT_EXPORTS}`),
     api.get<IngestionList>('/platform/v1/telemetry/ingestions?limit=50'),
     admin ? api.get<TokenList>(TOKENS) : Promise.resolve(null),
   ])
@@ -109,6 +233,9 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
           </div>
         </div>
       ) : null}
+
+      <ApiRefusal result={recent} what="Recent telemetry" />
+      {recent.ok ? <ReceivedLately recent={recent.body} /> : null}
 
       <h2 id="tokens-h">Observability tokens</h2>
       {!admin ? (

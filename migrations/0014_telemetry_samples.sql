@@ -1,0 +1,1 @@
+ALTER TABLE "telemetry_ingestions" ADD COLUMN "sample" jsonb;
