@@ -29,7 +29,7 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
  * How the suite is scheduled. Groups run one after another; the files of a group side by side, at
  * most `maxWorkers` at once (vitest's `sequence.groupOrder`):
  * 1. unit, unit-db, do-*, scripts, fakes: CPU-bound, as many at once as there are cores (two on
- *    CI); with them the few e2e files that flip a shared fake's global switches (E2E_FAKE_SWITCHES).
+ *    CI); with them the few e2e files that must not run beside other e2e files (E2E_APART).
  * 2. every other e2e file (e2e-pglite, e2e-postgres). The files on the shared stacks mostly wait
  *    on them, each in workspaces of its own (fileStack(), test/e2e/file-stack.ts); the files that
  *    start stacks of their own keep a core busy while a stack starts, and fill those waits.
@@ -39,11 +39,19 @@ const UNIT_GROUP = { sequence: { groupOrder: 1 }, maxWorkers: 2 }
 const E2E_GROUP = { sequence: { groupOrder: 2 }, maxWorkers: 5 }
 
 /**
- * End-to-end files that flip a shared fake's global switches (`/fail`, `/reset`) and count every
- * request it received: the embeddings, search and speech fakes, which other files reach with live
- * keys (MCP tools, the console). They run in group 1, where no other e2e file runs.
+ * End-to-end files that run in group 1 (e2e-apart-pglite, e2e-apart-postgres), apart from the
+ * other e2e files, and why.
  */
-const E2E_FAKE_SWITCHES = ['documents', 'search', 'transcribe']
+const E2E_APART: Record<string, string> = {
+  // Files that flip a shared fake's global switches (`/fail`, `/reset`) and count every request it
+  // received; other files reach these fakes with live keys (MCP tools, the console).
+  documents: "the embeddings fake's switches",
+  search: "the search providers' fake's switches",
+  transcribe: "the speech fake's switches",
+  // Embedded Postgres replaced after a hostile statement, raced against 2 s and 4 s deadlines: it
+  // needs a core, which five e2e files starting stacks beside it would not leave it.
+  'database-resilience': 'restarts of embedded Postgres against deadlines of seconds',
+}
 
 /**
  * Every end-to-end file runs on embedded PGlite, the database `npm start` uses by default. These
@@ -104,16 +112,17 @@ function e2eProjects() {
       globalSetup: [`test/e2e/${kind}.setup.ts`],
       testTimeout: 30_000,
       hookTimeout: 120_000,
-      ...(name.startsWith('e2e-fakes-') ? UNIT_GROUP : E2E_GROUP),
+      ...(name.startsWith('e2e-apart-') ? UNIT_GROUP : E2E_GROUP),
     },
   })
   const onPostgres = Object.keys(E2E_ON_POSTGRES)
-  const switches = (f: string) => E2E_FAKE_SWITCHES.includes(f)
+  const apart = Object.keys(E2E_APART)
+  const isApart = (f: string) => apart.includes(f)
   return [
-    project('e2e-pglite', 'pglite', ['test/e2e/**/*.e2e.test.ts'], e2eFiles(E2E_FAKE_SWITCHES)),
-    project('e2e-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => !switches(f)))),
-    project('e2e-fakes-pglite', 'pglite', e2eFiles(E2E_FAKE_SWITCHES)),
-    project('e2e-fakes-postgres', 'postgres', e2eFiles(onPostgres.filter(switches))),
+    project('e2e-pglite', 'pglite', ['test/e2e/**/*.e2e.test.ts'], e2eFiles(apart)),
+    project('e2e-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => !isApart(f)))),
+    project('e2e-apart-pglite', 'pglite', e2eFiles(apart)),
+    project('e2e-apart-postgres', 'postgres', e2eFiles(onPostgres.filter(isApart))),
   ]
 }
 
