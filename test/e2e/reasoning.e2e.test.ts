@@ -326,18 +326,3 @@ describe(`reasoning jobs: inference receipts (${stack.kind})`, () => {
     expect((await get(neighbour.testKey, `/${created.id}/receipt`)).status).toBe(404)
   })
 })
-
-describe(`reasoning jobs: upstream faults (${stack.kind})`, () => {
-  // Last in the file: the failures open the reasoning worker's circuit breaker for the fake
-  // provider (60 s), which would fail the live jobs of any test after it.
-  it('an upstream that keeps failing: retried with backoff, then failed with a clear error', async () => {
-    const t = tag()
-    await upstream.script({ match: { contains: t }, fault: { kind: 'status', status: 500 } })
-    const queued = await jobOf(await post(team.liveKey, question(t)))
-    const failed = await waitFor(team.liveKey, queued.id, ['failed', 'completed'])
-    expect(failed.status).toBe('failed')
-    expect(failed.attempt_count).toBe(failed.max_attempts)
-    expect(failed.error?.code).toBe('upstream_unavailable')
-    expect(failed.error?.message).toMatch(/gave up after 4 attempts/)
-  })
-})
