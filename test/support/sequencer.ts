@@ -4,8 +4,8 @@
  * projects that leaves the longest files of the last project (the PostgreSQL ones) to start last,
  * and the group waits on them alone. This order keeps the groups (`sequence.groupOrder`) and starts
  * the longest files of the whole group first: the files named in `longFirst`, in that order (a
- * clean clone has no timings), then the others by their duration in the last run vitest recorded
- * (node_modules/.vite/vitest), then by size.
+ * clean clone has no timings), then the others by their duration in the last run vitest's cache
+ * recorded, then by size.
  */
 import { statSync } from 'node:fs'
 import path from 'node:path'
