@@ -3,6 +3,7 @@ import { cloudflareTest } from '@cloudflare/vitest-plugin'
 import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
 import { defineConfig } from 'vitest/config'
 import { bundleWorker, workerBundleCache } from './scripts/workers.ts'
+import { longestFirstSequencer } from './test/support/sequencer.ts'
 
 /**
  * The flags every worker's wrangler config sets: `webcrypto_modern_algorithms` gives WebCrypto
@@ -25,6 +26,107 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
 }
 
 /**
+ * How the suite is scheduled. Groups run one after another; the files of a group side by side, at
+ * most `maxWorkers` at once (vitest's `sequence.groupOrder`):
+ * 1. unit, unit-db, do-*, scripts, fakes: CPU-bound, as many at once as there are cores (two on
+ *    CI); with them the few e2e files that must not run beside other e2e files (E2E_APART).
+ * 2. every other e2e file (e2e-pglite, e2e-postgres). The files on the shared stacks mostly wait
+ *    on them, each in workspaces of its own (fileStack(), test/e2e/file-stack.ts); the files that
+ *    start stacks of their own keep a core busy while a stack starts, and fill those waits.
+ * Every project takes one of these: a project without one would run after both, one file at a time.
+ */
+const UNIT_GROUP = { sequence: { groupOrder: 1 }, maxWorkers: 2 }
+const E2E_GROUP = { sequence: { groupOrder: 2 }, maxWorkers: 5 }
+
+/**
+ * End-to-end files that run in group 1 (e2e-apart-pglite, e2e-apart-postgres), apart from the
+ * other e2e files, and why.
+ */
+const E2E_APART: Record<string, string> = {
+  // Files that flip a shared fake's global switches (`/fail`, `/reset`) and count every request it
+  // received; other files reach these fakes with live keys (MCP tools, the console).
+  documents: "the embeddings fake's switches",
+  search: "the search providers' fake's switches",
+  transcribe: "the speech fake's switches",
+  // Embedded Postgres replaced after a hostile statement, raced against 2 s and 4 s deadlines: it
+  // needs a core, which five e2e files starting stacks beside it would not leave it.
+  'database-resilience': 'restarts of embedded Postgres against deadlines of seconds',
+}
+
+/**
+ * Every end-to-end file runs on embedded PGlite, the database `npm start` uses by default. These
+ * also run on the PostgreSQL server, because their behaviour depends on the database (README,
+ * "Which tests run where"); the rest run the same code over the same SQL on either database.
+ * crash-workerd and reasoning-qpu-restart are not here: what they add to crash and
+ * reasoning-crash (another runtime; a job whose state is in its object and its message in the
+ * queue) does not depend on the database.
+ */
+const E2E_ON_POSTGRES: Record<string, string> = {
+  crash: 'what the database keeps when npm start is killed',
+  restart: 'what the database keeps across a restart (the development seed re-used)',
+  'reasoning-crash': 'jobs acknowledged before a kill, in the database after it',
+  'telemetry-crash': 'ingestions acknowledged before a kill, in the database after it',
+  'database-resilience':
+    'statement_timeout ends a hostile statement on the server, the client deadline on PGlite',
+  documents: 'pgvector on PGlite, the exact scan on the server; the allowance under 32 concurrent uploads',
+  identity: 'two concurrent refreshes of one token: a race the server runs and PGlite serialises',
+  'revocation-fuzz': 'concurrent refreshes of login and OAuth token families, the same kind of race',
+  reasoning: '32 concurrent creates with one Idempotency-Key under an advisory lock',
+  'chat-plans': "the usage ledger's replayed flushes and the balance they move",
+  'input-rules': 'deep JSON, surrogate pairs and escaped NUL stored and read back',
+  'workspace-cli': "the CLI reaches the database through the running stack's record",
+}
+
+const e2eFiles = (names: readonly string[]) => names.map((name) => `test/e2e/${name}.e2e.test.ts`)
+
+/**
+ * The files to start first in their group, longest first (minutes on the 2-core machine), so that
+ * no group ends waiting on one long file started last (test/support/sequencer.ts).
+ */
+const LONG_FIRST = e2eFiles([
+  'audit-tamper',
+  'crash',
+  'crash-workerd',
+  'console',
+  'deploy',
+  'reasoning-qpu-restart',
+  'telemetry-crash',
+  'restart',
+  'mcp-conformance',
+  'reasoning-crash',
+  'input-fuzz',
+  'telemetry',
+  'database-resilience',
+  'agent-unconfigured',
+  'agent',
+])
+
+function e2eProjects() {
+  const project = (name: string, kind: 'pglite' | 'postgres', include: string[], exclude: string[] = []) => ({
+    test: {
+      name,
+      include,
+      exclude,
+      environment: 'node',
+      // The stack of `kind`: one per kind for the whole run, whichever projects use it.
+      globalSetup: [`test/e2e/${kind}.setup.ts`],
+      testTimeout: 30_000,
+      hookTimeout: 120_000,
+      ...(name.startsWith('e2e-apart-') ? UNIT_GROUP : E2E_GROUP),
+    },
+  })
+  const onPostgres = Object.keys(E2E_ON_POSTGRES)
+  const apart = Object.keys(E2E_APART)
+  const isApart = (f: string) => apart.includes(f)
+  return [
+    project('e2e-pglite', 'pglite', ['test/e2e/**/*.e2e.test.ts'], e2eFiles(apart)),
+    project('e2e-postgres', 'postgres', e2eFiles(onPostgres.filter((f) => !isApart(f)))),
+    project('e2e-apart-pglite', 'pglite', e2eFiles(apart)),
+    project('e2e-apart-postgres', 'postgres', e2eFiles(onPostgres.filter(isApart))),
+  ]
+}
+
+/**
  * Four kinds of tests:
  * - unit: colocated `*.test.ts` files run inside workerd (Cloudflare's vitest integration),
  *   so they see the same runtime as production code.
@@ -36,7 +138,8 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
  *   do-metering hosts the RateLimiter; do-chat and do-code run their worker with the metering
  *   worker beside it, as deployed.
  * - e2e: `test/e2e/**` start the whole stack the way README says (`npm start`) and call it over
- *   HTTP with real clients, once on embedded PGlite and once on the real PostgreSQL server.
+ *   HTTP with real clients, on embedded PGlite and (what depends on the database) on the real
+ *   PostgreSQL server.
  */
 export default defineConfig(async () => {
   // The chat and code workers bind the RateLimiter that the metering worker hosts
@@ -84,6 +187,7 @@ export default defineConfig(async () => {
 
   return {
     test: {
+      sequence: { sequencer: longestFirstSequencer(LONG_FIRST) },
       projects: [
         {
           plugins: [
@@ -96,6 +200,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'unit',
+            ...UNIT_GROUP,
             include: [
               'shared/**/*.test.ts',
               'functions/**/*.test.ts',
@@ -113,7 +218,7 @@ export default defineConfig(async () => {
               miniflare: { compatibilityDate: '2026-10-01', compatibilityFlags: ['nodejs_compat'] },
             }),
           ],
-          test: { name: 'unit-noble', include: ['shared/**/*.noble.test.ts'] },
+          test: { name: 'unit-noble', ...UNIT_GROUP, include: ['shared/**/*.noble.test.ts'] },
         },
         {
           plugins: [
@@ -146,6 +251,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'unit-db',
+            ...UNIT_GROUP,
             include: ['shared/**/*.db.test.ts', 'functions/**/*.db.test.ts'],
             globalSetup: ['test/support/unit-database.setup.ts'],
           },
@@ -154,6 +260,7 @@ export default defineConfig(async () => {
           plugins: [cloudflareTest({ wrangler: { configPath: 'functions/metering/wrangler.toml' } })],
           test: {
             name: 'do-metering',
+            ...UNIT_GROUP,
             include: ['durable-objects/rate-limiter/**/*.do.test.ts', 'functions/metering/**/*.do.test.ts'],
             passWithNoTests: true,
           },
@@ -167,6 +274,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-chat',
+            ...UNIT_GROUP,
             include: ['functions/chat/**/*.do.test.ts'],
             passWithNoTests: true,
           },
@@ -181,6 +289,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-code',
+            ...UNIT_GROUP,
             include: ['durable-objects/agent-run/**/*.do.test.ts', 'functions/code/**/*.do.test.ts'],
             globalSetup: ['test/support/unit-database.setup.ts'],
             passWithNoTests: true,
@@ -221,6 +330,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-reasoning',
+            ...UNIT_GROUP,
             include: ['durable-objects/reasoning-job/**/*.do.test.ts', 'functions/reasoning/**/*.do.test.ts'],
             // The QPU path talks to the fake IonQ provider over HTTP, as in production.
             globalSetup: ['test/support/unit-database.setup.ts', 'test/support/ionq-provider.setup.ts'],
@@ -251,6 +361,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: 'do-platform',
+            ...UNIT_GROUP,
             include: [
               'durable-objects/audit-log/**/*.do.test.ts',
               'functions/platform/**/*.do.test.ts',
@@ -263,6 +374,7 @@ export default defineConfig(async () => {
         {
           test: {
             name: 'scripts',
+            ...UNIT_GROUP,
             include: ['scripts/**/*.test.ts'],
             environment: 'node',
           },
@@ -272,20 +384,12 @@ export default defineConfig(async () => {
           // against them over real HTTP (the QPU provider: test/fakes/ionq-provider.ts).
           test: {
             name: 'fakes',
+            ...UNIT_GROUP,
             include: ['test/fakes/**/*.test.ts'],
             environment: 'node',
           },
         },
-        ...(['pglite', 'postgres'] as const).map((kind) => ({
-          test: {
-            name: `e2e-${kind}`,
-            include: ['test/e2e/**/*.e2e.test.ts'],
-            environment: 'node',
-            globalSetup: [`test/e2e/${kind}.setup.ts`],
-            testTimeout: 30_000,
-            hookTimeout: 120_000,
-          },
-        })),
+        ...e2eProjects(),
       ],
     },
   }

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { afterAll, describe, expect, inject, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import {
   type AgentEvent,
   NdjsonEventParser,
@@ -18,8 +18,9 @@ import {
 import { AgentClient, type AgentClientOptions } from '../../scripts/agent-cli/agent-client.ts'
 import { ROOT } from '../../scripts/workers.ts'
 import { upstreamControl } from './fakes/openai-upstream.fake.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const url = (p: string) => `${stack.baseUrl}${p}`
 const upstream = upstreamControl(String(stack.fakes['openai-upstream']?.controlUrl))
 const tag = () => `[agent-${crypto.randomUUID().slice(0, 8)}]`

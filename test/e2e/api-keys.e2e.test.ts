@@ -4,13 +4,14 @@
  * served the revocation), a rotated one keeps working for its grace period only, scopes narrow a
  * key, and another workspace's keys are out of reach.
  */
-import { describe, expect, inject, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { apiKeySuffix, generateApiKey, hashApiKey } from '../../shared/auth/api-keys.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
 import { apiKeys } from '../../shared/db/schema.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const url = (p: string) => `${stack.baseUrl}${p}`
 
 interface Key {

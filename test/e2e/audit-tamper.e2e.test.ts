@@ -4,7 +4,7 @@
  * stored on disk (Miniflare's SQLite, as an operator with disk access could), or copy the whole
  * folder to run two deployments that share a past (a split view). Every check is independent of
  * the product: the RFC 9162 verifier and tree hash written in test/support, sigstore's signed-note
- * verifier and liboqs for the checkpoint signatures. Runs once, in the PGlite project.
+ * verifier and liboqs for the checkpoint signatures. Runs once, on PGlite (vitest.config.ts).
  */
 import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import os from 'node:os'

@@ -5,14 +5,15 @@
  * workspace, so no other test sees a changed policy.
  */
 import { decodeProtectedHeader } from 'jose'
-import { beforeAll, describe, expect, inject, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { ensureWorkspace } from '../../scripts/db/seed.ts'
 import { generateApiKey } from '../../shared/auth/api-keys.ts'
 import { setUserPassword } from '../../shared/auth/user-passwords.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const url = (p: string) => `${stack.baseUrl}${p}`
 
 interface ErrorBody {

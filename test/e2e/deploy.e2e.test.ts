@@ -2,7 +2,7 @@
  * `npm run deploy -- --dry-run`: every worker passes wrangler's own upload validation, and what
  * wrangler would upload is byte for byte the bundle whose digest the platform worker attests.
  * Without PUBLIC_BASE_URL it refuses before building anything.
- * Runs once (in the PGlite project): it builds, it does not need the database.
+ * Runs once, on PGlite (vitest.config.ts): it builds, it does not need the database.
  */
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'

@@ -1,6 +1,7 @@
-import { describe, expect, inject, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const url = (p: string) => `${stack.baseUrl}${p}`
 const bearer = (key: string, extra: Record<string, string> = {}) => ({
   authorization: `Bearer ${key}`,
@@ -60,8 +61,14 @@ describe(`authentication (${stack.kind})`, () => {
     expect((await errorOf(revoked)).code).toBe('revoked_api_key')
   })
 
-  it('accepts the seeded test and live keys', async () => {
-    for (const key of [stack.tenantA.testKey, stack.tenantA.liveKey]) {
+  it("accepts the seeded test and live keys (the development workspace npm start printed, and this file's)", async () => {
+    const seeded = [
+      stack.devWorkspace.testKey,
+      stack.devWorkspace.liveKey,
+      stack.tenantA.testKey,
+      stack.tenantA.liveKey,
+    ]
+    for (const key of seeded) {
       const res = await fetch(url('/svc/memories'), { headers: bearer(key) })
       expect(res.status).toBe(200)
     }

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose'
-import { beforeAll, describe, expect, inject, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { ensureWorkspace } from '../../scripts/db/seed.ts'
 import { generateApiKey } from '../../shared/auth/api-keys.ts'
@@ -16,15 +16,10 @@ import { buildAccessTokenClaims, signAccessToken } from '../../shared/crypto/acc
 import { base64urlEncode, utf8 } from '../../shared/crypto/encoding.ts'
 import { importSigningKey, type SigningKey } from '../../shared/crypto/jwk.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack({ login: true })
 const url = (p: string) => `${stack.baseUrl}${p}`
-const devCredentials = JSON.parse(readFileSync(path.join(stack.dataDir, 'dev-credentials.json'), 'utf8')) as {
-  ownerEmail: string
-  ownerPassword: string
-  serviceAccountId: string
-  serviceAccountSecret: string
-}
 
 interface ErrorBody {
   error: { message: string; type: string; param: string | null; code: string }
@@ -60,8 +55,8 @@ async function errorOf(res: Response): Promise<ErrorBody['error']> {
 
 async function serviceToken(body: Record<string, unknown> = {}): Promise<TokenBody> {
   const res = await post('/auth/service-token', {
-    client_id: devCredentials.serviceAccountId,
-    client_secret: devCredentials.serviceAccountSecret,
+    client_id: stack.tenantA.serviceAccountId,
+    client_secret: stack.tenantA.serviceAccountSecret,
     ...body,
   })
   expect(res.status, await res.clone().text()).toBe(200)
@@ -71,7 +66,7 @@ async function serviceToken(body: Record<string, unknown> = {}): Promise<TokenBo
 async function login(body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
   return post(
     '/auth/login',
-    { email: devCredentials.ownerEmail, password: devCredentials.ownerPassword, ...body },
+    { email: stack.tenantA.ownerEmail, password: stack.tenantA.ownerPassword, ...body },
     headers,
   )
 }
@@ -92,9 +87,9 @@ beforeAll(async () => {
   try {
     await ensureWorkspace(database.db, {
       tenantId: stack.tenantA.id,
-      tenantName: 'Development workspace',
+      tenantName: 'Identity workspace',
       planId: 'team',
-      ownerEmail: devCredentials.ownerEmail,
+      ownerEmail: stack.tenantA.ownerEmail,
       keys: [{ name: 'member key', key: memberKey, role: 'member' }],
     })
   } finally {
@@ -106,7 +101,7 @@ function mint(
   claims: Partial<ReturnType<typeof buildAccessTokenClaims>> & { ttlSeconds?: number; now?: Date },
 ) {
   const base = buildAccessTokenClaims({
-    sub: `sa:${devCredentials.serviceAccountId}`,
+    sub: `sa:${stack.tenantA.serviceAccountId}`,
     aud: 'external-api',
     iss: 'svc',
     ttlSeconds: claims.ttlSeconds ?? 600,
@@ -131,7 +126,7 @@ describe(`service tokens (${stack.kind})`, () => {
     const claims = decodeJwt(token.access_token)
     expect(Object.keys(claims).sort()).toEqual(['aud', 'exp', 'iat', 'iss', 'jti', 'sub', 'tenant_id'])
     expect(claims).toMatchObject({
-      sub: `sa:${devCredentials.serviceAccountId}`,
+      sub: `sa:${stack.tenantA.serviceAccountId}`,
       aud: 'external-api',
       iss: 'svc',
       tenant_id: stack.tenantA.id,
@@ -144,8 +139,8 @@ describe(`service tokens (${stack.kind})`, () => {
   it('defaults to the first audience of the account and refuses one it does not hold', async () => {
     expect((await serviceToken()).audience).toBe('internal-service')
     const res = await post('/auth/service-token', {
-      client_id: devCredentials.serviceAccountId,
-      client_secret: devCredentials.serviceAccountSecret,
+      client_id: stack.tenantA.serviceAccountId,
+      client_secret: stack.tenantA.serviceAccountSecret,
       audience: 'platform',
     })
     // A valid audience of the spec that service accounts never hold: platform tokens are for people.
@@ -154,8 +149,8 @@ describe(`service tokens (${stack.kind})`, () => {
     expect(error).toMatchObject({ code: 'audience_not_allowed', param: 'audience', type: 'permission_error' })
     expect(error.message).toContain('POST /auth/login')
     const unknown = await post('/auth/service-token', {
-      client_id: devCredentials.serviceAccountId,
-      client_secret: devCredentials.serviceAccountSecret,
+      client_id: stack.tenantA.serviceAccountId,
+      client_secret: stack.tenantA.serviceAccountSecret,
       audience: 'everything',
     })
     expect(unknown.status).toBe(400)
@@ -164,12 +159,12 @@ describe(`service tokens (${stack.kind})`, () => {
 
   it('answers a wrong secret and an unknown client id alike: 401 invalid_client', async () => {
     const wrong = await post('/auth/service-token', {
-      client_id: devCredentials.serviceAccountId,
+      client_id: stack.tenantA.serviceAccountId,
       client_secret: `svc_sa_${'x'.repeat(43)}`,
     })
     const unknown = await post('/auth/service-token', {
       client_id: crypto.randomUUID(),
-      client_secret: devCredentials.serviceAccountSecret,
+      client_secret: stack.tenantA.serviceAccountSecret,
     })
     for (const res of [wrong, unknown]) {
       expect(res.status).toBe(401)
@@ -420,7 +415,7 @@ describe(`attacks on the token verifier, through the gateway (${stack.kind})`, (
     const mlDsa = jwks.keys.find((k) => k.alg === 'ML-DSA-65')!
     const forged = await new SignJWT({ tenant_id: stack.tenantA.id })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: mlDsa.kid })
-      .setSubject(`sa:${devCredentials.serviceAccountId}`)
+      .setSubject(`sa:${stack.tenantA.serviceAccountId}`)
       .setAudience('external-api')
       .setIssuer('svc')
       .setIssuedAt()
@@ -472,7 +467,7 @@ describe(`attacks on the token verifier, through the gateway (${stack.kind})`, (
       return `${input}.${base64urlEncode(await signer.sign(utf8.encode(input)))}`
     }
     const base = buildAccessTokenClaims({
-      sub: `sa:${devCredentials.serviceAccountId}`,
+      sub: `sa:${stack.tenantA.serviceAccountId}`,
       aud: 'external-api',
       iss: 'svc',
       ttlSeconds: 600,

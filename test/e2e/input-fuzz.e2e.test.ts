@@ -7,13 +7,12 @@
  * which answer 501 to valid input, refuse it too). Afterwards the stack must still serve a login
  * and a chat completion.
  */
-import { readFileSync } from 'node:fs'
-import path from 'node:path'
-import { describe, expect, inject, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { MAX_JSON_DEPTH } from '../../shared/http/json-input.ts'
 import { ROUTES, type RouteSpec } from '../../shared/routing/route-table.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack({ login: true })
 const url = (p: string) => `${stack.baseUrl}${p}`
 
 const jsonRoutes = ROUTES.filter((r) => r.body?.kind === 'json')
@@ -176,9 +175,7 @@ describe(`hostile input over every JSON route (${stack.kind})`, () => {
   }
 
   it('leaves a healthy stack: a login and a chat completion with the test key succeed', async () => {
-    const { ownerEmail, ownerPassword } = JSON.parse(
-      readFileSync(path.join(stack.dataDir, 'dev-credentials.json'), 'utf8'),
-    ) as { ownerEmail: string; ownerPassword: string }
+    const { ownerEmail, ownerPassword } = stack.tenantA
     const login = await fetch(url('/auth/login'), {
       method: 'POST',
       headers: {

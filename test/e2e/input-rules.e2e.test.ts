@@ -3,10 +3,11 @@
  * malformed percent-encoding in paths, and every way of naming a tenant. Each refusal is a 4xx in
  * the OpenAI error shape naming the field, and the database stays healthy afterwards.
  */
-import { describe, expect, inject, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ROUTES } from '../../shared/routing/route-table.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const url = (p: string) => `${stack.baseUrl}${p}`
 const key = stack.tenantA.testKey
 

@@ -23,23 +23,22 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { inArray } from 'drizzle-orm'
 import { decodeJwt } from 'jose'
-import { beforeAll, describe, expect, inject, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { buildAccessTokenClaims, signAccessToken } from '../../shared/crypto/access-token.ts'
 import { base64urlEncode, utf8 } from '../../shared/crypto/encoding.ts'
 import { importSigningKey, type SigningKey } from '../../shared/crypto/jwk.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
 import { oauthClients } from '../../shared/db/schema.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack({ login: true })
 const BASE = stack.baseUrl
 const MCP_URL = new URL(`${BASE}/mcp`)
 const RESOURCE = `${BASE}/mcp`
 const REDIRECT = 'http://127.0.0.1:33418/oauth/callback'
-const owner = JSON.parse(readFileSync(path.join(stack.dataDir, 'dev-credentials.json'), 'utf8')) as {
-  ownerEmail: string
-  ownerPassword: string
-}
+/** The person who signs in at the consent page: the owner of this file's workspace. */
+const owner = stack.tenantA
 
 /** Its own client address per request, so the login throttle's per-address counter never trips across tests. */
 const address = () => `2001:db8::${crypto.randomUUID().slice(0, 4)}:${crypto.randomUUID().slice(0, 4)}`

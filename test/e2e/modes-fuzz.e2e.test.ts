@@ -350,15 +350,16 @@ describe(`test and live are separate worlds (${stack.kind}, seed ${SEED})`, () =
     }
     for (const { creator, id } of jobs) {
       await until(
-        `job ${id}`,
+        `job ${id} and its receipt`,
         async () => {
-          const { job } = await json<{ job: { status: string } }>(
+          const { job } = await json<{ job: { status: string; inference_receipt_id?: string | null } }>(
             await call(creator, 'GET', `/svc/quantum-reasoning/jobs/${id}`),
             200,
           )
-          return job.status
+          return job
         },
-        (s) => s === 'completed' || s === 'failed',
+        // The receipt is issued moments after the job completes (signed, then logged).
+        (job) => job.status === 'failed' || Boolean(job.inference_receipt_id),
       )
       await expectHidden(
         creator,

@@ -2,9 +2,10 @@
  * QPU provider connections through the gateway of a stack started with `npm start` (Miniflare,
  * with the QPU queue bindings), tested against the fake IonQ v0.3 (test/e2e/fakes/ionq.fake.ts).
  */
-import { describe, expect, inject, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const ionq = stack.fakes.ionq as { baseUrl: string; keys: { tenant: string; tenantNoQpu: string } }
 const BASE = `${stack.baseUrl}/svc/quantum-reasoning/provider-connections`
 

@@ -117,7 +117,7 @@ const onConnection = (t: string, connection: { id: string }) => ({
 })
 
 // The queue, the consumer and the provider calls do not depend on the database (the restart and
-// crash tests run on both): once, in the PGlite project, to keep the suite's time.
+// crash tests run on both): once, on PGlite (vitest.config.ts), to keep the suite's time.
 describe.runIf(stack.kind === 'pglite')(
   `real-hardware jobs through the gateway and the QPU queue (${stack.kind})`,
   {

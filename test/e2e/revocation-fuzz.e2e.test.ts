@@ -10,20 +10,17 @@
  * The sequence is random but reproducible: the seed is in the test's name (REVOCATION_FUZZ_SEED
  * replays one).
  */
-import { readFileSync } from 'node:fs'
-import path from 'node:path'
 import { decodeJwt } from 'jose'
-import { describe, expect, inject, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { base64urlEncode, utf8 } from '../../shared/crypto/encoding.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack({ login: true })
 const BASE = stack.baseUrl
 const RESOURCE = `${BASE}/mcp`
 const REDIRECT = 'http://127.0.0.1:33419/fuzz/callback'
-const owner = JSON.parse(readFileSync(path.join(stack.dataDir, 'dev-credentials.json'), 'utf8')) as {
-  ownerEmail: string
-  ownerPassword: string
-}
+/** The person whose logins and OAuth authorizations are attacked: the owner of this file's workspace. */
+const owner = stack.tenantA
 const SEED = Number(process.env.REVOCATION_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 const FAMILIES = 8
 

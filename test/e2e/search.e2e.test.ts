@@ -4,11 +4,12 @@
  * test keys always get the built-in index.
  */
 import { Validator } from '@cfworker/json-schema'
-import { afterEach, describe, expect, inject, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import upgradeDecisionSchema from '../../shared/plans/upgrade-decision.schema.json'
 import { createWorkspace, waitForLedger } from './chat-fixtures.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const control = stack.fakes.search!.controlUrl as string
 
 async function search(

@@ -1,16 +1,13 @@
 /**
  * Global setup of the end-to-end projects: starts the stack with `npm start` (embedded PGlite,
- * or a scratch database on the real PostgreSQL server), adds a second tenant and a revoked key
- * through the running stack's database, and hands everything to the tests via `inject('stack')`.
+ * or a scratch database on the real PostgreSQL server) and hands it to the tests via
+ * `inject('stack')`. The files of a project run side by side on it, each in workspaces of its own
+ * (`fileStack()`, test/e2e/file-stack.ts).
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { TestProject } from 'vitest/node'
-import WebSocket from 'ws'
-import { ensureWorkspace } from '../../scripts/db/seed.ts'
-import { generateApiKey } from '../../shared/auth/api-keys.ts'
-import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
 import { createScratchDatabase } from '../support/scratch-postgres.ts'
 import { launchStack } from '../support/stack-process.ts'
 
@@ -29,8 +26,11 @@ export interface StackFixture {
   baseUrl: string
   dataDir: string
   databaseUrl: string | null
-  tenantA: { id: string; testKey: string; liveKey: string; revokedKey: string }
-  tenantB: { id: string; liveKey: string; testKey: string }
+  /**
+   * The development workspace `npm start` seeded and printed. Shared by every file of the project:
+   * use its keys, change nothing in it; a file's own workspaces come from `fileStack()`.
+   */
+  devWorkspace: { id: string; testKey: string; liveKey: string }
   fakes: Record<string, Record<string, unknown>>
   /** The running stack's database (through its bridge), for creating fixtures in tests. */
   database: { DATABASE_URL: string; DATABASE_WS_PROXY?: string }
@@ -49,7 +49,59 @@ declare module 'vitest' {
   }
 }
 
-export async function setupStack(project: TestProject, kind: 'pglite' | 'postgres') {
+type Kind = StackFixture['kind']
+interface Shared {
+  started: Promise<{ fixture: StackFixture; stop(): Promise<void> }>
+  users: number
+}
+/**
+ * One stack per kind for the whole run, whichever projects name it (vitest.config.ts runs some
+ * files of a kind in another group, as another project). Global setups of all projects run in
+ * vitest's main process, one after another, so the record lives on globalThis.
+ */
+const runGlobals = globalThis as { svcE2eStacks?: Map<Kind, Shared> }
+runGlobals.svcE2eStacks ??= new Map()
+const shared = runGlobals.svcE2eStacks
+
+function stackOf(kind: Kind): Shared {
+  let entry = shared.get(kind)
+  if (!entry) {
+    entry = { started: startStack(kind), users: 0 }
+    // Awaited by its own setup, which reports a failure; not an unhandled rejection before that.
+    entry.started.catch(() => {})
+    shared.set(kind, entry)
+  }
+  return entry
+}
+
+export async function setupStack(project: TestProject, kind: Kind) {
+  // Every stack this run's projects name starts now, side by side: a start mostly keeps one core
+  // busy, and the setups would otherwise start them one after the other.
+  for (const other of ['pglite', 'postgres'] as const) {
+    const named = project.vitest.projects.some((p) =>
+      [p.config.globalSetup].flat().some((file) => file.endsWith(`${other}.setup.ts`)),
+    )
+    if (named) stackOf(other)
+  }
+  const entry = stackOf(kind)
+  entry.users++
+  const { fixture } = await entry.started
+  project.provide('stack', fixture)
+  return async () => {
+    if (--entry.users > 0) return
+    // The last user of this stack: stop it, and any stack started for projects that had no files.
+    for (const [other, started] of shared) {
+      if (started.users > 0) continue
+      shared.delete(other)
+      await started.started.then(
+        (stack) => stack.stop(),
+        () => {},
+      )
+    }
+  }
+}
+
+async function startStack(kind: Kind): Promise<{ fixture: StackFixture; stop(): Promise<void> }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `svc-e2e-${kind}-`))
   const scratch = kind === 'postgres' ? await createScratchDatabase() : null
   const fakesDir = path.join(import.meta.dirname, 'fakes')
@@ -84,53 +136,27 @@ export async function setupStack(project: TestProject, kind: 'pglite' | 'postgre
     ...(scratch ? { databaseUrl: scratch.url } : {}),
   })
 
-  useWebSocketConstructor(WebSocket)
-  const database = openDatabase(stack.database, { max: 1 })
-  const revokedKey = generateApiKey('live')
-  const tenantB = { liveKey: generateApiKey('live'), testKey: generateApiKey('test') }
-  let tenantBId: string
-  try {
-    await ensureWorkspace(database.db, {
-      tenantId: stack.credentials.tenantId,
-      tenantName: stack.credentials.tenantName,
-      planId: 'team',
-      ownerEmail: stack.credentials.ownerEmail,
-      keys: [{ name: 'revoked key', key: revokedKey, revoked: true }],
-    })
-    ;({ tenantId: tenantBId } = await ensureWorkspace(database.db, {
-      tenantName: 'Tenant B',
-      planId: 'pro',
-      ownerEmail: `owner-b-${kind}@example.test`,
-      keys: [
-        { name: 'B live', key: tenantB.liveKey },
-        { name: 'B test', key: tenantB.testKey },
-      ],
-    }))
-  } finally {
-    await database.close()
-  }
-
-  project.provide('stack', {
+  const fixture: StackFixture = {
     kind,
     baseUrl: stack.baseUrl,
     dataDir,
     databaseUrl: scratch?.url ?? null,
-    tenantA: {
+    devWorkspace: {
       id: stack.credentials.tenantId,
       testKey: stack.credentials.testKey,
       liveKey: stack.credentials.liveKey,
-      revokedKey,
     },
-    tenantB: { id: tenantBId, ...tenantB },
     fakes,
     database: stack.database,
     credentialCacheTtlSeconds: CREDENTIAL_CACHE_TTL_SECONDS,
-  })
-
-  return async () => {
-    await stack.stop()
-    for (const stop of stopFakes) await stop().catch(() => {})
-    await scratch?.drop()
-    rmSync(dataDir, { recursive: true, force: true })
+  }
+  return {
+    fixture,
+    async stop() {
+      await stack.stop()
+      for (const stop of stopFakes) await stop().catch(() => {})
+      await scratch?.drop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
   }
 }

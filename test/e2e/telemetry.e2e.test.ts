@@ -8,10 +8,8 @@
  * the wire and can compare them with what reached the collector.
  */
 
-import { readFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { type Attributes, SpanKind } from '@opentelemetry/api'
 import { SeverityNumber } from '@opentelemetry/api-logs'
@@ -27,19 +25,16 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs'
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
-import { beforeAll, describe, expect, inject, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { getPlan, PLAN_CATALOG } from '../../shared/plans/plan-catalog.ts'
 import type { CollectorRule, RecordedExport } from '../fakes/otlp-collector.ts'
 import { zeroBomb } from '../support/zero-bomb.ts'
 import { createWorkspace, waitForLedger } from './chat-fixtures.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack({ login: true })
 const collector = stack.fakes['otlp-collector'] as { controlUrl: string; url: string }
 const url = (p: string) => `${stack.baseUrl}${p}`
-const devCredentials = JSON.parse(readFileSync(path.join(stack.dataDir, 'dev-credentials.json'), 'utf8')) as {
-  serviceAccountId: string
-  serviceAccountSecret: string
-}
 
 type Signal = 'traces' | 'metrics' | 'logs'
 type Flavour = 'proto' | 'json'
@@ -237,7 +232,7 @@ let tokenA: string
 let tokenB: string
 
 beforeAll(async () => {
-  tokenA = await serviceToken(devCredentials.serviceAccountId, devCredentials.serviceAccountSecret)
+  tokenA = await serviceToken(stack.tenantA.serviceAccountId, stack.tenantA.serviceAccountSecret)
   // Tenant B's own service account, made through the platform API with B's owner key.
   const created = await fetch(url('/platform/v1/service-accounts'), {
     method: 'POST',
@@ -783,8 +778,8 @@ describe(`OTLP tenancy (${stack.kind})`, () => {
     })
     expect(named.status).toBe(403)
     const external = await serviceToken(
-      devCredentials.serviceAccountId,
-      devCredentials.serviceAccountSecret,
+      stack.tenantA.serviceAccountId,
+      stack.tenantA.serviceAccountSecret,
       'external-api',
     )
     const wrong = await post(

@@ -6,11 +6,12 @@
  */
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { afterEach, describe, expect, inject, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { ROOT } from '../../scripts/workers.ts'
 import { createWorkspace, waitForLedger } from './chat-fixtures.ts'
+import { fileStack } from './file-stack.ts'
 
-const stack = inject('stack')
+const stack = await fileStack()
 const control = stack.fakes.speech!.controlUrl as string
 const fixture = (name: string) => new Uint8Array(readFileSync(path.join(ROOT, 'test/fixtures/audio', name)))
 

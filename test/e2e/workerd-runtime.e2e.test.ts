@@ -4,7 +4,7 @@
  * through the gateway's socket. It proves the generated config wires what Miniflare wires for
  * `npm start`: the gateway's service bindings, the bindings of every family, the RateLimiter that
  * the code worker binds from the chat worker, and SQLite-backed Durable Objects on disk.
- * Runs once (in the PGlite project): the database it uses is its own either way.
+ * Runs once, on PGlite (vitest.config.ts): the database it uses is its own either way.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
