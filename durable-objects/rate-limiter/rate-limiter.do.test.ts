@@ -316,6 +316,48 @@ describe('RateLimiter: ledger and flush', () => {
     expect(stored).toBe(1)
   })
 
+  it('settles that arrive together are written in one statement, and each answers only once its row is stored', async () => {
+    const h = await harness('live', 'pro')
+    const ids = Array.from({ length: 12 }, (_, i) => `g${i}`)
+    for (const id of ids) await h.acquire(id)
+    // Counts the object's ledger writes (one statement, one storage transaction each).
+    const writes: number[] = []
+    await runInDurableObject(h.stub, (instance: RateLimiter) => {
+      const target = instance as unknown as { writeLedger(entries: unknown[], inputs: unknown[]): void }
+      const write = target.writeLedger.bind(instance)
+      target.writeLedger = (entries, inputs) => {
+        writes.push(entries.length)
+        write(entries, inputs)
+      }
+    })
+    const stored = (id: string) =>
+      runInDurableObject(
+        h.stub,
+        (_: RateLimiter, state: DurableObjectState) =>
+          state.storage.sql
+            .exec<{ n: number }>(`select count(*) as n from ledger where reservation_id = ?`, id)
+            .one().n,
+      )
+    // Sent at once, with a resend of the first among them: the resend records nothing and still
+    // answers only after the row it duplicates is stored.
+    const answers = await Promise.all([
+      ...ids.map(async (id) => {
+        const result = await h.stub.settle(h.settleInput(id, 40, 10))
+        return { id, result, storedWhenAnswered: await stored(id) }
+      }),
+      h.stub.settle(h.settleInput('g0', 40, 10)).then(async (result) => ({
+        id: 'g0',
+        result,
+        storedWhenAnswered: await stored('g0'),
+      })),
+    ])
+    expect(answers.filter((a) => a.result.recorded)).toHaveLength(12)
+    for (const answer of answers) expect(answer.storedWhenAnswered).toBe(1)
+    expect(writes.reduce((a, b) => a + b, 0)).toBe(12)
+    expect(writes.length).toBeLessThan(12)
+    expect(await pending(h)).toBe(12)
+  })
+
   it('test mode needs no database and records rows with zero credits', async () => {
     const h = await harness('test', 'pro')
     await runInDurableObject(h.stub, (instance: RateLimiter) => {

@@ -10,7 +10,8 @@
  *                       checks requests/min, tokens/min (reserving the estimate), the model's
  *                       and the monthly allowance, credits and the overage cap, then admits.
  *   settleMany(usage) → each reservation becomes the tokens used and its ledger row is written to
- *                       this object's SQLite storage before the call answers (the output gate
+ *                       this object's SQLite storage, in one commit with the settles that arrived
+ *                       with it (writeInGroup), before the call answers (the output gate
  *                       holds the answer until the write is durable: an acknowledged settle
  *                       survives a crash); the flush alarm is armed. Idempotent per reservation id
  *                       (chosen by the client per request: request ids come from x-request-id and
@@ -119,6 +120,12 @@ const RETRY_LOAD_MS = 200
 const RECENT_RESERVATIONS_MS = 2 * 60_000
 const MAX_RECENT_RESERVATIONS = 200_000
 
+interface SettleGroup {
+  readonly entries: LedgerEntry[]
+  readonly inputs: SettleInput[]
+  written: Promise<void>
+}
+
 const MetaSchema = z.object({ tenantId: z.string(), mode: z.enum(['live', 'test']), planId: z.string() })
 
 export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLimiterRpc {
@@ -138,6 +145,8 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
   private readonly unflushedRequestIds = new Set<string>()
   /** Reservations settled in the last RECENT_RESERVATIONS_MS, oldest first (a resent settle is ignored). */
   private readonly recentReservations = new Map<string, number>()
+  /** Settled rows waiting for their group's write (writeInGroup); null when none is forming. */
+  private settleGroup: SettleGroup | null = null
 
   constructor(ctx: DurableObjectState, env: RateLimiterEnv) {
     super(ctx, env)
@@ -228,8 +237,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       return []
     }
     const ready = await this.ready(first)
-    const results = this.applySettles(ready, inputs)
+    const { results, entries } = this.applySettles(ready, inputs)
     if (typeof ready !== 'string') for (const lease of returns) ready.limiter.returnLease(lease)
+    // Answered only once the group holding these rows is written (and, by the output gate, once
+    // that write is durable). A resend of a settle still in the group waits for it too.
+    await this.writeInGroup(entries, inputs)
     return results
   }
 
@@ -341,7 +353,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       rows.map((r) => ({ ...JSON.parse(r.settle_json), estimated: true, status: null, latencyMs: null })),
     )
     const ready = await this.ready(scope)
-    this.applySettles(ready, inputs)
+    this.writeLedger(this.applySettles(ready, inputs).entries, inputs)
     console.error(
       JSON.stringify({
         level: 'warn',
@@ -358,19 +370,19 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
   }
 
   /**
-   * Records usage: each request id once (a replayed settle is ignored), its ledger row appended
-   * to storage, and the flush alarm armed. When the balance cannot be loaded the usage is still
-   * recorded (never lose a metered request), without charging credits.
+   * Records usage in memory: each request id once (a replayed settle is ignored); returns the
+   * ledger rows to write (writeLedger or writeInGroup). When the balance cannot be loaded the
+   * usage is still recorded (never lose a metered request), without charging credits.
    */
   private applySettles(
     ready: { limiter: TenantLimiter; plan: BillingPlan } | string,
     inputs: readonly SettleInput[],
-  ): SettleResult[] {
+  ): { results: SettleResult[]; entries: LedgerEntry[] } {
     let limiter: TenantLimiter
     let plan: BillingPlan
     if (typeof ready === 'string') {
       const fallbackPlan = inputs[0] && getPlan(inputs[0].planId, this.catalog())
-      if (!fallbackPlan) return inputs.map(() => ({ recorded: false, creditsUnits: 0 }))
+      if (!fallbackPlan) return { results: inputs.map(() => ({ recorded: false, creditsUnits: 0 })), entries: [] }
       console.error(JSON.stringify({ level: 'warn', event: 'settled_without_balance', detail: ready }))
       plan = fallbackPlan
       limiter = new TenantLimiter(inputs[0]!.mode, null, this.catalog())
@@ -407,8 +419,38 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       this.unflushedRequestIds.add(entry.requestId)
       results.push({ recorded: true, creditsUnits: entry.creditsUnits })
     }
-    this.writeLedger(entries, inputs)
-    return results
+    return { results, entries }
+  }
+
+  /**
+   * Group commit: settles that reach the object together are written in one statement, so they
+   * share one storage transaction (one WAL commit and fsync) instead of one each. The group is
+   * written on the next turn of the event loop, after the settles already queued for this object
+   * have joined it; every member's answer waits for that write. Inside one Durable Object all
+   * calls share the object's I/O context, so waiting on another call's write is allowed here (a
+   * group formed in the calling isolates was not: bench/NOTES.md).
+   */
+  private writeInGroup(entries: readonly LedgerEntry[], inputs: readonly SettleInput[]): Promise<void> {
+    let group = this.settleGroup
+    if (!group) {
+      const forming: SettleGroup = { entries: [], inputs: [], written: Promise.resolve() }
+      forming.written = new Promise<void>((resolve, reject) => {
+        setTimeout(() => {
+          this.settleGroup = null
+          try {
+            this.writeLedger(forming.entries, forming.inputs)
+            resolve()
+          } catch (err) {
+            reject(err)
+          }
+        }, 0)
+      })
+      this.settleGroup = forming
+      group = forming
+    }
+    group.entries.push(...entries)
+    group.inputs.push(...inputs)
+    return group.written
   }
 
   /**
@@ -606,6 +648,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       `select request_id from ledger where flushed = 0`,
     )
     for (const row of unflushed) this.unflushedRequestIds.add(row.request_id)
+    for (const entry of this.settleGroup?.entries ?? []) this.unflushedRequestIds.add(entry.requestId)
   }
 
   private rows(clause: string, ...bindings: (string | number)[]): { seq: number; entry: LedgerEntry }[] {
