@@ -382,7 +382,8 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     let plan: BillingPlan
     if (typeof ready === 'string') {
       const fallbackPlan = inputs[0] && getPlan(inputs[0].planId, this.catalog())
-      if (!fallbackPlan) return { results: inputs.map(() => ({ recorded: false, creditsUnits: 0 })), entries: [] }
+      if (!fallbackPlan)
+        return { results: inputs.map(() => ({ recorded: false, creditsUnits: 0 })), entries: [] }
       console.error(JSON.stringify({ level: 'warn', event: 'settled_without_balance', detail: ready }))
       plan = fallbackPlan
       limiter = new TenantLimiter(inputs[0]!.mode, null, this.catalog())
