@@ -123,6 +123,8 @@ const MAX_RECENT_RESERVATIONS = 200_000
 interface SettleGroup {
   readonly entries: LedgerEntry[]
   readonly inputs: SettleInput[]
+  /** The latest checkpoint of each running request reported meanwhile, by reservation id. */
+  readonly checkpoints: Map<string, { json: string; at: number }>
   written: Promise<void>
 }
 
@@ -258,21 +260,18 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     await this.ready(first)
     const now = this.clock()
     const sql = this.ctx.storage.sql
+    // Written with the group forming now (one commit with the settles and checkpoints beside it).
+    const group = this.currentGroup()
     for (const input of inputs) {
       if (this.recentReservations.has(input.reservationId) || input.usage === null) continue
       const settled = sql
         .exec<{ n: number }>(`select count(*) as n from ledger where reservation_id = ?`, input.reservationId)
         .one().n
       if (settled > 0) continue
-      sql.exec(
-        `insert into open_requests (reservation_id, settle_json, updated_at) values (?, ?, ?)
-         on conflict (reservation_id) do update set settle_json = excluded.settle_json, updated_at = excluded.updated_at`,
-        input.reservationId,
-        JSON.stringify(input),
-        now,
-      )
+      group.checkpoints.set(input.reservationId, { json: JSON.stringify(input), at: now })
     }
     this.scheduleAlarm(now + this.orphanAfterMs)
+    await group.written
   }
 
   /** Current rate-limit counters without admitting anything; null when the live balance cannot load. */
@@ -424,34 +423,50 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
   }
 
   /**
-   * Group commit: settles that reach the object together are written in one statement, so they
-   * share one storage transaction (one WAL commit and fsync) instead of one each. The group is
-   * written on the next turn of the event loop, after the settles already queued for this object
-   * have joined it; every member's answer waits for that write. Inside one Durable Object all
+   * Group commit: settles (and checkpoints) that reach the object together are written in one
+   * statement each, so they share one storage transaction (one WAL commit and fsync) instead of
+   * one each. The group is written on the next turn of the event loop, after the calls already
+   * queued for this object have joined it; every member's answer waits for that write. Inside one Durable Object all
    * calls share the object's I/O context, so waiting on another call's write is allowed here (a
    * group formed in the calling isolates was not: bench/NOTES.md).
    */
   private writeInGroup(entries: readonly LedgerEntry[], inputs: readonly SettleInput[]): Promise<void> {
-    let group = this.settleGroup
-    if (!group) {
-      const forming: SettleGroup = { entries: [], inputs: [], written: Promise.resolve() }
-      forming.written = new Promise<void>((resolve, reject) => {
-        setTimeout(() => {
-          this.settleGroup = null
-          try {
-            this.writeLedger(forming.entries, forming.inputs)
-            resolve()
-          } catch (err) {
-            reject(err)
-          }
-        }, 0)
-      })
-      this.settleGroup = forming
-      group = forming
-    }
+    const group = this.currentGroup()
     group.entries.push(...entries)
     group.inputs.push(...inputs)
     return group.written
+  }
+
+  /** The group forming now, or a new one whose write is due on the next turn. */
+  private currentGroup(): SettleGroup {
+    if (this.settleGroup) return this.settleGroup
+    const group: SettleGroup = { entries: [], inputs: [], checkpoints: new Map(), written: Promise.resolve() }
+    group.written = new Promise<void>((resolve, reject) => {
+      setTimeout(() => {
+        this.settleGroup = null
+        try {
+          // Checkpoints first: a settle in the same group then removes its request's checkpoint.
+          this.writeCheckpoints(group.checkpoints)
+          this.writeLedger(group.entries, group.inputs)
+          resolve()
+        } catch (err) {
+          reject(err)
+        }
+      }, 0)
+    })
+    this.settleGroup = group
+    return group
+  }
+
+  /** Keeps the latest report of each running request (one statement for the group). */
+  private writeCheckpoints(checkpoints: ReadonlyMap<string, { json: string; at: number }>): void {
+    if (checkpoints.size === 0) return
+    this.ctx.storage.sql.exec(
+      `insert into open_requests (reservation_id, settle_json, updated_at)
+       select value ->> 0, value ->> 1, value ->> 2 from json_each(?) where true
+       on conflict (reservation_id) do update set settle_json = excluded.settle_json, updated_at = excluded.updated_at`,
+      JSON.stringify([...checkpoints].map(([id, { json, at }]) => [id, json, at])),
+    )
   }
 
   /**
