@@ -5,11 +5,11 @@
  * pair of lowest rank first (tiktoken's `_byte_pair_merge`, leftmost among equal ranks).
  *
  * Why not gpt-tokenizer, which does the same: its rank table is 199,998 JavaScript strings (2.76 MB
- * of the chat worker's minified bundle) and a Map built from them, ~15 MB that stayed live in every
- * isolate that counts tokens (chat, code, reasoning) and that every full collection traced (bench/
- * NOTES.md, "Chat completions"). Here the table is decoded once, on first use, into three typed
- * arrays whose memory is outside the JavaScript heap: every token's bytes end to end, each token's
- * offset into them, and an open-addressing hash from a byte string to its rank.
+ * of the chat worker's minified bundle) and a Map built from them when the module loads: 13 MB of
+ * live heap in every isolate that bundles it (chat, code, reasoning), traced by every full
+ * collection (bench/NOTES.md, "Chat completions"). Here the table is decoded on first use into
+ * typed arrays whose 4.3 MB are outside the JavaScript heap: every token's bytes end to end, each
+ * token's offset into them, and an open-addressing hash from a byte string to its rank.
  *
  * The regex is tiktoken's, with two differences from what a JavaScript port writes by default, so
  * that counts match tiktoken (the Rust `regex` crate) rather than JavaScript's reading of it:
@@ -53,7 +53,7 @@ interface RankTable {
 
 let table: RankTable | undefined
 
-/** The table, decoded on first use (~30 ms once per isolate; a worker that never counts never pays). */
+/** The table, decoded on first use (tens of ms once per isolate; an isolate that never counts never pays). */
 function rankTable(): RankTable {
   table ??= decodeRankTable()
   return table
