@@ -171,6 +171,28 @@ describe('o200k_base tokens the same as gpt-tokenizer', () => {
     expect(differing.map((text) => JSON.stringify(text))).toEqual([])
   })
 
+  it('merges long pieces (over 128 bytes: a heap, not rescans) token for token (seed 128)', () => {
+    const random = seededRandom(128)
+    const runOf = (alphabet: readonly string[], min: number, spread: number) => {
+      let text = ''
+      for (let i = min + random(spread); i > 0; i--) text += alphabet[random(alphabet.length)]
+      return text
+    }
+    const letters = ['a', 'b', 'e', 'r', 's', 't', 'th', 'in', 'q', 'z', 'é', '中', '文', '😀']
+    const punctuation = [...'!?.-=/*(){}<>"\'']
+    const whitespace = [' ', ' ', ' ', '\t', '\n', '\r\n', '\u3000']
+    const texts = [
+      ' '.repeat(1_000),
+      '\n'.repeat(600),
+      '\t'.repeat(700),
+      ...Array.from({ length: 150 }, () => runOf(letters, 60, 300)),
+      ...Array.from({ length: 100 }, () => runOf(punctuation, 130, 300)),
+      ...Array.from({ length: 50 }, () => `${runOf(whitespace, 130, 400)}x`),
+    ]
+    const differing = texts.filter((text) => encode(text).join() !== reference(text).join())
+    expect(differing.map((text) => JSON.stringify(text))).toEqual([])
+  })
+
   it('counts what it encodes and decodes back to the text', () => {
     for (const text of [...ADVERSARIAL, ...randomTexts(7, 500, 40)]) {
       const tokens = encode(text)

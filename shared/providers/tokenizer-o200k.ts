@@ -194,16 +194,21 @@ function pieceToUtf8(text: string, start: number, end: number): number {
   return n
 }
 
+/** Pieces longer than this (in bytes) are merged with a heap instead of tiktoken's rescans. */
+const LONG_PIECE = 128
+
 /**
  * Merges pieceBytes[0 … length - 1] (not itself a token, at least 2 bytes) as tiktoken's
- * `_byte_pair_merge` does, leaving the parts' starts in partStarts; returns the number of parts.
- * Quadratic in the piece's length, as tiktoken is; callers bound the pieces they count.
+ * `_byte_pair_merge` does; returns the number of tokens, whose starts (and then the piece's end)
+ * it leaves in partStarts. tiktoken rescans every pair after each merge, quadratic in the piece's
+ * length; so does this for short pieces, where that is fastest.
  */
 function mergePiece(t: RankTable, length: number): number {
   if (partStarts.length < length + 1) {
     partStarts = new Uint32Array(length + 1)
     partRanks = new Uint32Array(length + 1)
   }
+  if (length > LONG_PIECE) return mergeLongPiece(t, length)
   const starts = partStarts
   const ranks = partRanks
   const piece = pieceBytes
@@ -241,6 +246,82 @@ function mergePiece(t: RankTable, length: number): number {
     }
   }
   return parts - 1
+}
+
+/**
+ * The same merges in the same order for a long piece (a run of spaces or newlines, which no count
+ * slices), in O(n log n): the candidate pairs in a binary heap keyed by (rank, start), the lowest
+ * rank first and the leftmost among equal ranks, as tiktoken's scan picks them. A pair is
+ * (start, end) of two adjacent parts; one whose parts have changed since is skipped when it comes
+ * up (its rank depends only on its bytes, so a pair still adjacent is still right).
+ */
+function mergeLongPiece(t: RankTable, length: number): number {
+  const piece = pieceBytes
+  /** Start of the part after the part starting at i (length after the last part). */
+  const next = new Int32Array(length + 1)
+  /** Start of the part before the part starting at i (-1 for the first part). */
+  const previous = new Int32Array(length + 1)
+  /** 1 while a part starts at i. */
+  const alive = new Uint8Array(length)
+  // Each merge adds at most two pairs to the length - 1 first ones.
+  const keys = new Float64Array(3 * length)
+  const ends = new Int32Array(3 * length)
+  let size = 0
+  const push = (start: number, end: number) => {
+    const rank = rankOf(t, piece, start, end)
+    if (rank === NONE) return
+    const key = rank * 2 ** 32 + start
+    let i = size++
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (keys[parent]! <= key) break
+      keys[i] = keys[parent]!
+      ends[i] = ends[parent]!
+      i = parent
+    }
+    keys[i] = key
+    ends[i] = end
+  }
+  const popInto = (top: { start: number; end: number }) => {
+    top.start = keys[0]! % 2 ** 32
+    top.end = ends[0]!
+    const key = keys[--size]!
+    const end = ends[size]!
+    let i = 0
+    for (;;) {
+      let child = 2 * i + 1
+      if (child >= size) break
+      if (child + 1 < size && keys[child + 1]! < keys[child]!) child++
+      if (keys[child]! >= key) break
+      keys[i] = keys[child]!
+      ends[i] = ends[child]!
+      i = child
+    }
+    keys[i] = key
+    ends[i] = end
+  }
+  for (let i = 0; i < length; i++) {
+    next[i] = i + 1
+    previous[i] = i - 1
+    alive[i] = 1
+  }
+  for (let i = 0; i < length - 1; i++) push(i, i + 2)
+  const top = { start: 0, end: 0 }
+  while (size > 0) {
+    popInto(top)
+    const { start, end } = top
+    const middle = next[start]!
+    if (alive[start] === 0 || middle >= length || next[middle] !== end) continue
+    alive[middle] = 0
+    next[start] = end
+    if (end < length) previous[end] = start
+    if (previous[start]! >= 0) push(previous[start]!, end)
+    if (end < length) push(start, next[end]!)
+  }
+  let parts = 0
+  for (let at = 0; at < length; at = next[at]!) partStarts[parts++] = at
+  partStarts[parts] = length
+  return parts
 }
 
 /** Calls `emit` with each token of the text, or only counts them when there is no `emit`. */
