@@ -74,3 +74,62 @@ describe('dependency direction between top-level folders', () => {
     expect(type![1]).toBe('type ')
   })
 })
+
+/** Package imports (group 1 = `type ` when type-only, group 2 = the specifier) and dynamic ones (group 3). */
+const PACKAGE_IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s+(type\s+)?(?:[^;'"]*?\sfrom\s+)?'([^.'][^']*)'|import\(\s*'([^.'][^']*)'/g
+
+/** `@scope/name` or `name` of a bare specifier (`gpt-tokenizer/encoding/o200k_base` → `gpt-tokenizer`). */
+function packageName(specifier: string): string {
+  const parts = specifier.split('/')
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!
+}
+
+/** Product files (workers, Durable Objects, shared/) that import a devDependency at run time. */
+function devDependencyImports(devDependencies: ReadonlySet<string>): string[] {
+  const out: string[] = []
+  for (const dir of ['functions', 'durable-objects', 'shared']) {
+    for (const file of sourceFiles(dir)) {
+      if (/\.test\.tsx?$|fixtures\.ts$/.test(file)) continue
+      const text = readFileSync(join(root, file), 'utf8')
+      for (const match of text.matchAll(PACKAGE_IMPORT)) {
+        const name = packageName((match[2] ?? match[3])!)
+        if (match[1] === undefined && devDependencies.has(name)) out.push(`${file} -> ${name}`)
+      }
+    }
+  }
+  return out
+}
+
+describe('product code and devDependencies', () => {
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>
+    devDependencies: Record<string, string>
+  }
+  const devDependencies = new Set(Object.keys(manifest.devDependencies))
+
+  it('no worker, Durable Object or shared module imports a devDependency (types aside)', () => {
+    expect(devDependencyImports(devDependencies)).toEqual([])
+  })
+
+  it('gpt-tokenizer is only the source of the generated rank table (npm run generate:tokenizer-ranks)', () => {
+    // shared/providers/tokenizer-o200k.ts counts tokens; gpt-tokenizer's 200k strings stay out of the isolates.
+    expect(devDependencies.has('gpt-tokenizer')).toBe(true)
+    expect(Object.keys(manifest.dependencies)).not.toContain('gpt-tokenizer')
+  })
+
+  it('the rule sees a devDependency import when there is one', () => {
+    const probe =
+      "import { encode } from 'gpt-tokenizer/encoding/o200k_base'\nimport type { X } from 'vitest'\nconst m = import('@electric-sql/pglite')\nimport { z } from 'zod'\nimport { y } from './local'"
+    const found = [...probe.matchAll(PACKAGE_IMPORT)].map((m) => [
+      m[1] !== undefined,
+      packageName((m[2] ?? m[3])!),
+    ])
+    expect(found).toEqual([
+      [false, 'gpt-tokenizer'],
+      [true, 'vitest'],
+      [false, '@electric-sql/pglite'],
+      [false, 'zod'],
+    ])
+  })
+})

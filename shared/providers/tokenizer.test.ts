@@ -1,4 +1,3 @@
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base'
 import { describe, expect, it } from 'vitest'
 import type { ChatFunctionTool, ProviderChatMessage } from './chat-wire'
 import {
@@ -8,6 +7,7 @@ import {
   splitByTokens,
   truncateToTokens,
 } from './tokenizer'
+import { countTokens, encode } from './tokenizer-o200k'
 
 describe('tokenizer (o200k_base)', () => {
   it('counts known strings like tiktoken does', () => {
@@ -110,22 +110,32 @@ describe('tokenizer (o200k_base)', () => {
     expect(pieces.join('')).toBe(text)
     expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(false)
   })
+
+  it('never cuts a character that is several tokens in two', () => {
+    // '🫠' is three tokens; ' 🫠' two, the first holding the space and the character's first bytes.
+    expect(encode('🫠')).toHaveLength(3)
+    expect(truncateToTokens('ok 🫠🫠', 2)).toBe('ok ')
+    expect(truncateToTokens('ok 🫠🫠', 4)).toBe('ok 🫠')
+    expect(truncateToTokens('🫠', 2)).toBe('')
+    const pieces = splitByTokens('🫠 x 🫠🫠', 1)
+    expect(pieces.join('')).toBe('🫠 x 🫠🫠')
+    expect(pieces.some((p) => p.includes('\uFFFD'))).toBe(false)
+    expect(pieces).toContain('🫠')
+  })
 })
 
 describe('countTextTokens on long runs without spaces', () => {
-  const plain = { disallowedSpecial: new Set<string>() }
-
   it('counts prose exactly as the encoding does', () => {
     const prose = 'The quick brown fox jumps over the lazy dog. '.repeat(200)
-    expect(countTextTokens(prose)).toBe(countTokens(prose, plain))
+    expect(countTextTokens(prose)).toBe(countTokens(prose))
   })
 
   it('counts a 200,000-letter run in slices instead of one quadratic merge (whole: minutes)', () => {
     const run = 'ACGT'.repeat(50_000)
     const sliced = countTextTokens(`sequence: ${run} end`)
-    let expected = countTokens('sequence: ', plain) + countTokens(' end', plain)
+    let expected = countTokens('sequence: ') + countTokens(' end')
     for (let at = 0; at < run.length; at += MAX_COUNTED_RUN) {
-      expected += countTokens(run.slice(at, at + MAX_COUNTED_RUN), plain)
+      expected += countTokens(run.slice(at, at + MAX_COUNTED_RUN))
     }
     expect(sliced).toBe(expected)
   })
@@ -133,8 +143,6 @@ describe('countTextTokens on long runs without spaces', () => {
   it('never cuts a surrogate pair at a slice boundary', () => {
     const text = `a${'😀'.repeat(200)}`
     const cut = MAX_COUNTED_RUN - 1 // index 256 is the second half of a pair
-    expect(countTextTokens(text)).toBe(
-      countTokens(text.slice(0, cut), plain) + countTokens(text.slice(cut), plain),
-    )
+    expect(countTextTokens(text)).toBe(countTokens(text.slice(0, cut)) + countTokens(text.slice(cut)))
   })
 })
