@@ -156,6 +156,11 @@ export default defineConfig(async () => {
     compatibilityFlags: COMPATIBILITY_FLAGS,
     durableObjects: { RATE_LIMITER: { className: 'RateLimiter', useSQLite: true } },
   }
+  // The chat worker's tests read the ledger rows their requests left through a subclass of the
+  // RateLimiter with one read-only method (test/support/metering-test-worker.ts); the product's
+  // class has no test-only methods.
+  const meteringTestBundle = path.resolve('.data/vitest-aux/svc-metering-test/index.js')
+  await bundleWorker(path.resolve('test/support/metering-test-worker.ts'), meteringTestBundle, { cache })
   // The platform worker hosts the AuditLog object and binds the auth worker (attestation signing).
   const authBundle = path.resolve('.data/vitest-aux/svc-auth/index.js')
   const platformBundle = path.resolve('.data/vitest-aux/svc-platform/index.js')
@@ -269,7 +274,7 @@ export default defineConfig(async () => {
           plugins: [
             cloudflareTest({
               wrangler: { configPath: 'functions/chat/wrangler.toml' },
-              miniflare: { workers: [meteringWorker] },
+              miniflare: { workers: [{ ...meteringWorker, scriptPath: meteringTestBundle }] },
             }),
           ],
           test: {

@@ -13,7 +13,6 @@
  *
  *   npx tsx bench/quantum-simulator.ts            # QUBITS=8,12,16,20 NPM_MAX_QUBITS=16
  */
-/// <reference path="../shared/quantum/quantum-circuit.d.ts" />
 import QuantumCircuit from 'quantum-circuit'
 import type { CircuitGate } from '../shared/quantum/ionq-circuit.ts'
 import { QaoaEvaluator, ringPairs, selectionCircuit } from '../shared/quantum/qaoa.ts'

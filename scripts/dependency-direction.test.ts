@@ -4,21 +4,9 @@
  * worker imports another worker's code (`import type` of its entrypoint or wire types is fine: it
  * is erased at build time). Test files may compose workers and read fixtures and data files.
  */
-import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
+import { relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
-
-const root = resolve(__dirname, '..')
-/** Static imports and re-exports (group 1 = `type ` when type-only, group 2 = the path) and dynamic imports (group 3). */
-const IMPORT =
-  /(?:^|\n)\s*(?:import|export)\s+(type\s+)?(?:[^;'"]*?\sfrom\s+)?'(\.{1,2}\/[^']+)'|import\(\s*'(\.{1,2}\/[^']+)'/g
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && /\.tsx?$/.test(e.name))
-    .map((e) => relative(root, join(e.parentPath, e.name)))
-    .filter((f) => !f.includes('node_modules'))
-}
+import { IMPORT, importsOf, root, sourceFiles } from './source-imports'
 
 /** `functions/<name>`, `durable-objects`, `shared` or another top-level folder. */
 function area(file: string): string {
@@ -29,10 +17,7 @@ function area(file: string): string {
 function crossings(dir: string): string[] {
   const out: string[] = []
   for (const file of sourceFiles(dir)) {
-    const text = readFileSync(join(root, file), 'utf8')
-    for (const match of text.matchAll(IMPORT)) {
-      const typeOnly = match[1] !== undefined
-      const target = relative(root, resolve(root, dirname(file), (match[2] ?? match[3])!))
+    for (const { target, typeOnly } of importsOf(file)) {
       const from = area(file)
       const to = area(target)
       if (from === to) continue

@@ -11,7 +11,6 @@
  */
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { startFakeIonq } from '../test/fakes/ionq-provider.ts'
 import { type StackRuntime, startStack } from './stack.ts'
 import { ROOT } from './workers.ts'
 
@@ -38,10 +37,11 @@ const passThrough = Object.fromEntries(
   Object.entries(process.env).filter(([k, v]) => v !== undefined && WORKER_CONFIG.test(k)),
 ) as Record<string, string>
 
-// The fake QPU provider, when asked for: its key is a local development value, not a secret.
+// The fake QPU provider, when asked for (and only then loaded: its simulator, quantum-circuit,
+// takes a while to load); its key is a local development value, not a secret.
 const FAKE_QPU_KEY = 'ionq-local-development-key'
 const fakeQpu = args['fake-qpu']
-  ? await startFakeIonq({
+  ? await (await import('../test/fakes/ionq-provider.ts')).startFakeIonq({
       keys: { [FAKE_QPU_KEY]: { qpu: true } },
       port: Number(process.env.QPU_FAKE_PORT ?? 0),
     })

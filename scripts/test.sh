@@ -8,16 +8,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== typecheck and lint"
-# The three checks side by side (each keeps at most one core busy); their output in this order.
+# The four checks side by side (each keeps at most one core busy); their output in this order.
+# tsconfig.client.json: the console's browser scripts (DOM types, no Workers types).
 checks=$(mktemp -d -t svc-checks-XXXXXX)
 tsc --noEmit -p tsconfig.json >"$checks/1" 2>&1 &
 workers=$!
 tsc --noEmit -p tsconfig.node.json >"$checks/2" 2>&1 &
 node=$!
-biome check --error-on-warnings . >"$checks/3" 2>&1 &
+tsc --noEmit -p tsconfig.client.json >"$checks/3" 2>&1 &
+client=$!
+biome check --error-on-warnings . >"$checks/4" 2>&1 &
 lint=$!
 failed=0
-for check in "1 $workers tsc -p tsconfig.json" "2 $node tsc -p tsconfig.node.json" "3 $lint biome check"; do
+for check in "1 $workers tsc -p tsconfig.json" "2 $node tsc -p tsconfig.node.json" \
+  "3 $client tsc -p tsconfig.client.json" "4 $lint biome check"; do
   read -r file pid name <<<"$check"
   wait "$pid" || { failed=1; echo "-- $name failed:"; }
   cat "$checks/$file"

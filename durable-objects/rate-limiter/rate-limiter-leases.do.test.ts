@@ -13,6 +13,7 @@ import {
 import { PLAN_CATALOG } from '../../shared/plans/plan-catalog'
 import type { Identity } from '../../shared/worker/request-context'
 import type { RateLimiter } from './rate-limiter.do'
+import { unflushedCount } from './rate-limiter-storage.fixtures'
 
 // These tests run inside the hosting worker: the binding as callers see it (the client's RPC
 // surface), and as the class itself (to look inside an instance).
@@ -112,10 +113,7 @@ describe('RateLimiter admission leases', () => {
       ),
     )
     const stub = stubOf(identity)
-    const state = await runInDurableObject(stub, (instance: RateLimiter) => ({
-      pending: instance.pendingCount(),
-    }))
-    expect(state.pending).toBe(80)
+    expect(await runInDurableObject(stub, (_, state) => unflushedCount(state.storage))).toBe(80)
     const snapshot = await stub.snapshot({ tenantId: identity.tenantId, mode: 'test', planId: 'team' })
     // Tokens: 80 requests × 15 used; requests: 80 admitted plus what open leases still hold.
     expect(snapshot?.remainingTokens).toBeLessThanOrEqual(2_000_000 - 80 * 15)

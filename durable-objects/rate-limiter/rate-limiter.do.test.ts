@@ -12,6 +12,7 @@ import { CREDIT_UNITS_PER_CENT } from '../../shared/metering/pricing'
 import { billingPeriodAt } from './billing-period'
 import type { MeteringStore } from './metering-store'
 import { ORPHAN_AFTER_MS, type RateLimiter } from './rate-limiter.do'
+import { keptLedger, openRequestCount, unflushedCount } from './rate-limiter-storage.fixtures'
 
 // These tests run inside the hosting worker: the namespace of the class itself.
 const RATE_LIMITER = (env as unknown as { RATE_LIMITER: DurableObjectNamespace<RateLimiter> }).RATE_LIMITER
@@ -125,7 +126,7 @@ async function harness(mode: MeteringMode, planId = 'free', store = new MemorySt
   return h
 }
 
-const pending = (h: Harness) => runInDurableObject(h.stub, (instance: RateLimiter) => instance.pendingCount())
+const pending = (h: Harness) => runInDurableObject(h.stub, (_, state) => unflushedCount(state.storage))
 
 describe('RateLimiter: exact under concurrency', () => {
   it('30 parallel acquires against 20 requests/min: exactly 20 are admitted (test mode)', async () => {
@@ -227,7 +228,7 @@ describe('RateLimiter: ledger and flush', () => {
     await evictDurableObject(h.stub)
     await h.install()
     const snapshot = await h.stub.snapshot({ tenantId: h.tenantId, mode: 'live', planId: 'pro' })
-    const before = await runInDurableObject(h.stub, (instance: RateLimiter) => instance.keptLedger())
+    const before = await runInDurableObject(h.stub, (_, state) => keptLedger(state.storage))
     expect(before.map((e) => e.reservationId)).toEqual(['ok', 'failed'])
     expect(snapshot?.remainingTokens).toBe((snapshot?.limitTokens ?? 0) - 50)
   })
@@ -382,7 +383,7 @@ describe('RateLimiter: ledger and flush', () => {
 
 describe('RateLimiter: checkpoints of requests still running', () => {
   const checkpointCount = (h: Harness) =>
-    runInDurableObject(h.stub, (instance: RateLimiter) => instance.openRequestCount())
+    runInDurableObject(h.stub, (_, state) => openRequestCount(state.storage))
 
   it('a request that never settles is billed as its last checkpoint once silent for a minute', async () => {
     const h = await harness('live', 'pro')
@@ -448,7 +449,7 @@ describe('RateLimiter: restarts and the balance', () => {
     const h = await harness('live', 'free')
     for (let i = 0; i < 20; i++) await h.acquire(`r${i}`)
     await h.stub.settleMany(Array.from({ length: 20 }, (_, i) => h.settleInput(`r${i}`, 500, 500)))
-    // Settled rows reach storage in batches (within 100 ms); pendingCount writes them now.
+    // settleMany wrote the 20 rows before it answered; none is in Postgres yet.
     expect(await pending(h)).toBe(20)
     await evictDurableObject(h.stub)
     await h.install()
@@ -480,7 +481,7 @@ describe('RateLimiter: restarts and the balance', () => {
     )
     await evictDurableObject(h.stub)
     await h.install()
-    const kept = await runInDurableObject(h.stub, (instance: RateLimiter) => instance.keptLedger())
+    const kept = await runInDurableObject(h.stub, (_, state) => keptLedger(state.storage))
     expect(kept).toEqual(
       searches(3, 0).map((id) =>
         expect.objectContaining({ reservationId: id, model: 'web_search', unit: 'requests', quantity: 1 }),
@@ -517,11 +518,11 @@ describe('RateLimiter: restarts and the balance', () => {
     }).then(async () => {
       await evictDurableObject(h.stub)
       await h.install()
-      return runInDurableObject(h.stub, (instance: RateLimiter, state) => ({
+      return runInDurableObject(h.stub, (_, state) => ({
         version: state.storage.sql
           .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
           .one().value,
-        kept: instance.keptLedger(),
+        kept: keptLedger(state.storage),
       }))
     })
     expect(rows.version).toBe('3')
@@ -551,11 +552,11 @@ describe('RateLimiter: restarts and the balance', () => {
     await h.install()
     await h.acquire('new')
     await h.stub.settle({ ...h.settleInput('new', 5, 5), status: 502, latencyMs: 1_234 })
-    const rows = await runInDurableObject(h.stub, (instance: RateLimiter, state) => ({
+    const rows = await runInDurableObject(h.stub, (_, state) => ({
       version: state.storage.sql
         .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
         .one().value,
-      kept: instance.keptLedger(),
+      kept: keptLedger(state.storage),
     }))
     expect(rows.version).toBe('3')
     expect(rows.kept).toEqual([

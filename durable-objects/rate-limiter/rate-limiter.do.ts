@@ -318,21 +318,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     if (oldestOpen !== null) this.scheduleAlarm(oldestOpen + this.orphanAfterMs)
   }
 
-  /** Rows not yet in Postgres (for tests and diagnostics). */
-  pendingCount(): number {
+  /** Rows not yet in Postgres. */
+  private pendingCount(): number {
     return this.ctx.storage.sql
       .exec<{ n: number }>(`select count(*) as n from ledger where flushed = 0`)
       .one().n
-  }
-
-  /** The ledger rows this object keeps (unflushed, or flushed in the last ten minutes), oldest first; for tests and diagnostics. */
-  keptLedger(): LedgerEntry[] {
-    return this.rows(`order by seq`).map((row) => row.entry)
-  }
-
-  /** Requests still open (checkpointed, not settled), for tests and diagnostics. */
-  openRequestCount(): number {
-    return this.ctx.storage.sql.exec<{ n: number }>(`select count(*) as n from open_requests`).one().n
   }
 
   // -------------------------------------------------------------------------------------------

@@ -207,25 +207,54 @@ describe('relayChatStream', () => {
   })
 
   it('stops reading the upstream while a slow client has a full buffer waiting', async () => {
+    // An upstream read only when the relay asks (high-water mark 0): `pulls` is what it read.
+    const frame = encoder.encode(chunk({ content: 'x'.repeat(1000) }))
+    const supply = 1_000 // frames: about four times what the relay may hold for a slow client
     let pulls = 0
-    const endless = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        pulls++
-        controller.enqueue(encoder.encode(chunk({ content: 'x'.repeat(1000) })))
+    const pulled: { atLeast: number; resolve: () => void }[] = []
+    const upstream = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          pulls++
+          if (pulls > supply) controller.close()
+          else controller.enqueue(frame)
+          for (const w of pulled.filter((w) => pulls >= w.atLeast)) w.resolve()
+        },
       },
-    })
-    const relay = relayChatStream(endless, { ...options, includeUsage: false })
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    const paused = pulls
-    await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(pulls).toBe(paused)
-    expect(pulls).toBeLessThan(400)
+      { highWaterMark: 0 },
+    )
+    const pulledAtLeast = (atLeast: number) =>
+      new Promise<void>((resolve) => {
+        if (pulls >= atLeast) resolve()
+        else pulled.push({ atLeast, resolve })
+      })
+    // The relay works in promise jobs only: once a turn of the event loop passes without a pull,
+    // it has stopped asking (a relay without backpressure reads all `supply` frames first).
+    const pullsOnceSettled = async () => {
+      for (let before = -1; before !== pulls; ) {
+        before = pulls
+        await new Promise((resolve) => setTimeout(resolve, 0))
+      }
+      return pulls
+    }
+
+    const relay = relayChatStream(upstream, { ...options, includeUsage: false })
     const reader = relay.stream.getReader()
-    await reader.read() // the first event, queued in the stream as soon as it was rewritten
-    const { value } = await reader.read()
-    expect(value?.byteLength).toBeGreaterThan(256 * 1024)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(pulls).toBeGreaterThan(paused)
+    const first = await reader.read() // the first event, handed over as soon as it was rewritten
+    const eventBytes = first.value!.byteLength
+    const held = await pullsOnceSettled()
+    // It read until more than 256 KiB of events waited for the client, and one more at most.
+    const limit = (256 * 1024) / eventBytes
+    expect(held).toBeGreaterThan(limit)
+    expect(held).toBeLessThanOrEqual(limit + 3)
+    // The client reads on: what waited reaches it (after an event the stream may have queued,
+    // as one chunk), and the relay reads the upstream again.
+    let received = 0
+    for (let reads = 0; received <= 256 * 1024; reads++) {
+      expect(reads).toBeLessThan(3)
+      received += (await reader.read()).value!.byteLength
+    }
+    await pulledAtLeast(held + 1)
     await reader.cancel()
     expect((await relay.outcome).status).toBe('client_cancelled')
   })

@@ -1,7 +1,8 @@
 /**
  * The circuit wire format: IonQ's `ionq.circuit.v0` JSON (API v0.3), the one format the product's
- * simulator runs and the QPU providers receive. One definition (zod) validates what we build, what
- * the fake provider accepts, and what a provider adapter sends.
+ * simulator runs and the QPU providers receive. One definition (zod) validates what we build and
+ * what a provider adapter sends. The fake IonQ reads the format on its own (test/fakes/
+ * ionq-circuit.ts, from IonQ's documentation), so the two are checked against each other.
  *
  *   { "format": "ionq.circuit.v0", "gateset": "qis", "qubits": 3,
  *     "circuit": [ { "gate": "h", "target": 0 }, { "gate": "cnot", "control": 0, "target": 1 } ] }

@@ -173,7 +173,7 @@ describe('documents through the gateway', () => {
     expect(first).toMatchObject({
       status: 'created',
       indexing_state: 'indexed',
-      embedding_space: 'svc-test-embedding@256',
+      embedding_space: 'text-embedding-3-small@256',
     })
     const sent = (await embeddingRequests()).flatMap((r) => r.body.input)
     expect(sent).toHaveLength(first.chunk_count)

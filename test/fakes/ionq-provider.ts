@@ -1,7 +1,9 @@
 /**
  * A local IonQ Quantum Cloud API v0.3 for tests and local development: the wire format the real
- * API speaks (shared/quantum/providers/ionq-v03.ts documents it), with a real statevector
- * simulation of each posted circuit (shared/quantum/statevector.ts).
+ * API speaks, written from IonQ's public API reference, with a real statevector simulation of each
+ * posted circuit by an independent simulator (ionq-circuit.ts beside it: `quantum-circuit`). It
+ * shares no code with the product (scripts/fakes-independence.test.ts), so an encoding bug in the
+ * product's adapter or circuits shows here as it would against IonQ.
  *
  * - Auth: `Authorization: apiKey <key>`, exactly. No header, another scheme or an unknown key → 401
  *   `Unauthorized`; a key without QPU access asking for a `qpu.*` target → 403 `Forbidden`. Errors
@@ -31,10 +33,14 @@
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import { CircuitError, parseCircuit } from '../../shared/quantum/ionq-circuit.ts'
-import { SeededRandom, sampleShots } from '../../shared/quantum/shot-sampler.ts'
-import { probabilityMap, SimulatorLimitError, simulateCircuit } from '../../shared/quantum/statevector.ts'
 import { zeroBomb } from '../support/zero-bomb.ts'
+import {
+  FAKE_SIMULATOR_MAX_QUBITS,
+  IonqInputError,
+  type ReadCircuit,
+  readCircuit,
+  simulate,
+} from './ionq-circuit.ts'
 
 export const IONQ_TARGETS: Readonly<Record<string, number>> = {
   simulator: 29,
@@ -103,7 +109,10 @@ export interface FakeIonqJob {
   createdAt: number
   canceledAt: number | null
   failure: { error: string; code: string } | null
+  /** The results, computed when first read (null: failed, or not read yet). */
   probabilities: Record<string, number> | null
+  /** How the results are computed: the read circuit and what a fault changes in it. */
+  run: { circuit: ReadCircuit; readoutDecay: number | null } | null
   qubits: number
   gateCounts: { '1q': number; '2q': number }
 }
@@ -174,6 +183,57 @@ function decay(probabilities: Float64Array, qubits: number, p: number): Float64A
     dist = next
   }
   return dist
+}
+
+/** mulberry32: a small seeded generator, so a job's shots are the same at every read. */
+function seededUniform(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
+  }
+}
+
+/** The frequencies of `shots` measurements drawn from `probabilities`. */
+function sampleFrequencies(probabilities: Float64Array, shots: number, seed: number): Float64Array {
+  const uniform = seededUniform(seed)
+  const counts = new Float64Array(probabilities.length)
+  for (let s = 0; s < shots; s++) {
+    let u = uniform()
+    let i = 0
+    while (i < probabilities.length - 1 && u >= probabilities[i]!) u -= probabilities[i++]!
+    counts[i]!++
+  }
+  return counts.map((c) => c / shots)
+}
+
+/** IonQ's results body: probabilities keyed by basis-state integer (decimal), zeros left out. */
+function resultsBody(probabilities: Float64Array): Record<string, number> {
+  const out: Record<string, number> = {}
+  probabilities.forEach((p, i) => {
+    // Rounded to 12 significant digits, as IonQ's JSON carries them (and 0.4999999999999999 is 0.5).
+    const rounded = Number(p.toPrecision(12))
+    if (rounded > 1e-12) out[String(i)] = rounded
+  })
+  return out
+}
+
+/**
+ * Simulations by circuit: the simulator is slow (about 1 ms a gate), and retried or repeated jobs
+ * (the benchmarks' identical jobs) post the same circuit again. Bounded, oldest first out.
+ */
+const simulations = new Map<string, Float64Array>()
+function simulateOnce(input: unknown, circuit: ReadCircuit): Float64Array {
+  const key = JSON.stringify(input)
+  let probabilities = simulations.get(key)
+  if (!probabilities) {
+    probabilities = simulate(circuit)
+    if (simulations.size >= 256) simulations.delete(simulations.keys().next().value!)
+    simulations.set(key, probabilities)
+  }
+  return probabilities
 }
 
 export async function startFakeIonq(options: FakeIonqOptions = {}): Promise<FakeIonq> {
@@ -311,25 +371,24 @@ export async function startFakeIonq(options: FakeIonqOptions = {}): Promise<Fake
     const input = body.input
     if (!input || typeof input !== 'object')
       throw new HttpFailure(400, 'Bad Request', '"input" is required (an ionq.circuit.v0 program).')
-    let parsed: ReturnType<typeof parseCircuit>
+    let circuit: ReadCircuit
     try {
-      parsed = parseCircuit(input)
+      circuit = readCircuit(input)
     } catch (err) {
-      if (err instanceof CircuitError) throw new HttpFailure(400, 'Bad Request', `input.${err.message}`)
+      if (err instanceof IonqInputError) throw new HttpFailure(400, 'Bad Request', err.message)
       throw err
     }
-    if (parsed.circuit.qubits > IONQ_TARGETS[target]!)
+    if (circuit.qubits > IONQ_TARGETS[target]!)
       throw new HttpFailure(
         400,
         'Bad Request',
-        `The circuit uses ${parsed.circuit.qubits} qubits; ${target} has ${IONQ_TARGETS[target]}.`,
+        `The circuit uses ${circuit.qubits} qubits; ${target} has ${IONQ_TARGETS[target]}.`,
       )
     const id = randomUUID()
     const ranOn = jobFault?.kind === 'run_on_simulator' ? 'simulator' : target
     const quota = keys.get(apiKey)?.quotaJobs
     const used = jobs.filter((j) => j.apiKey === apiKey).length
     let failure: FakeIonqJob['failure'] = null
-    let probabilities: Record<string, number> | null = null
     if (jobFault?.kind === 'job_fails')
       failure = { error: jobFault.error ?? `The job failed (${jobFault.code}).`, code: jobFault.code }
     else if (jobFault?.kind === 'quota_exhausted' || (quota !== undefined && used >= quota))
@@ -337,34 +396,11 @@ export async function startFakeIonq(options: FakeIonqOptions = {}): Promise<Fake
         error: 'Your organization has an inadequate credit balance to run this job.',
         code: 'QuotaExhaustedError',
       }
-    else {
-      try {
-        const { state } = simulateCircuit(parsed.circuit)
-        let dist = state.probabilities()
-        if (jobFault?.kind === 'readout_decay')
-          dist = decay(dist, parsed.circuit.qubits, jobFault.probability)
-        if (ranOn.startsWith('qpu')) {
-          const counts = sampleShots(
-            dist,
-            shots,
-            SeededRandom.fromNumber(Number.parseInt(id.slice(0, 8), 16)),
-          )
-          const freq = new Float64Array(dist.length)
-          for (const [i, c] of counts) freq[i] = c / shots
-          dist = freq
-        }
-        probabilities = probabilityMap(dist)
-      } catch (err) {
-        if (!(err instanceof SimulatorLimitError)) throw err
-        failure = { error: err.message, code: 'SimulationTimeout' }
+    else if (circuit.qubits + circuit.ancillas > FAKE_SIMULATOR_MAX_QUBITS)
+      failure = {
+        error: `The circuit needs ${circuit.qubits + circuit.ancillas} qubits to simulate; this simulator runs at most ${FAKE_SIMULATOR_MAX_QUBITS}.`,
+        code: 'SimulationTimeout',
       }
-    }
-    const gateCounts = { '1q': 0, '2q': 0 }
-    for (const g of parsed.gates) {
-      const arity = (g.kind === 'single' ? 1 : 2) + (g.kind === 'ms' ? 0 : g.controls.length)
-      if (arity === 1) gateCounts['1q']++
-      else gateCounts['2q']++
-    }
     const job: FakeIonqJob = {
       id,
       apiKey,
@@ -377,12 +413,28 @@ export async function startFakeIonq(options: FakeIonqOptions = {}): Promise<Fake
       createdAt: now(),
       canceledAt: null,
       failure,
-      probabilities,
-      qubits: parsed.circuit.qubits,
-      gateCounts,
+      probabilities: null,
+      run:
+        failure === null
+          ? { circuit, readoutDecay: jobFault?.kind === 'readout_decay' ? jobFault.probability : null }
+          : null,
+      qubits: circuit.qubits,
+      gateCounts: { ...circuit.gateCounts },
     }
     jobs.push(job)
     return job
+  }
+
+  /** A completed job's results, simulated when first read (as IonQ runs a job after accepting it). */
+  const resultsOf = (job: FakeIonqJob): Record<string, number> | null => {
+    if (job.probabilities === null && job.run) {
+      let dist = simulateOnce(job.input, job.run.circuit)
+      if (job.run.readoutDecay !== null) dist = decay(dist, job.qubits, job.run.readoutDecay)
+      if (job.ranOn.startsWith('qpu'))
+        dist = sampleFrequencies(dist, job.shots, Number.parseInt(job.id.slice(0, 8), 16))
+      job.probabilities = resultsBody(dist)
+    }
+    return job.probabilities
   }
 
   const ownJob = (apiKey: string, id: string): FakeIonqJob => {
@@ -491,7 +543,7 @@ export async function startFakeIonq(options: FakeIonqOptions = {}): Promise<Fake
             'Bad Request',
             `Job ${id} is ${statusOf(job)}; results exist once it is completed.`,
           )
-        return send(200, job.probabilities)
+        return send(200, resultsOf(job))
       }
       if (id && sub === '/status/cancel' && method === 'PUT') {
         const job = ownJob(apiKey, id)

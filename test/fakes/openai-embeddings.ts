@@ -4,9 +4,12 @@
  * inside workerd (unit tests pass `fake.fetch` as the client's fetch) and behind a Node HTTP
  * server (test/e2e/fakes/embeddings.fake.ts).
  *
- * It serves model `svc-test-embedding` (256 dimensions): the product's deterministic test
- * embedding (functions/knowledge/src/retrieval/test-embedding.ts), so vectors a live key gets
- * through this fake equal what a test key gets built in.
+ * It serves `text-embedding-3-small` (1536 dimensions), `text-embedding-3-large` (3072) and
+ * `text-embedding-ada-002` (1536) with vectors of its own (`fakeEmbedding`): deterministic, unit
+ * length, similar for texts that share words and parts of words, and unrelated to the product's
+ * built-in test embedding, which is a product feature this fake must not stand in for
+ * (scripts/fakes-independence.test.ts). As OpenAI documents, `dimensions` shortens a
+ * text-embedding-3 vector (cut, then scaled to unit length again) and older models refuse it.
  *
  * Wire format (platform.openai.com API reference, "Create embeddings"):
  * - request `{model, input: string | string[], encoding_format?: "float" | "base64", dimensions?}`;
@@ -20,11 +23,60 @@
  * Scripted failures (`fail(failure, times)`): status_429, status_500, status_401, timeout (never
  * answers), malformed_json, truncated (a body cut mid-way), wrong_dimensions (128 values).
  */
-import {
-  TEST_EMBEDDING_DIMENSIONS,
-  TEST_EMBEDDING_MODEL,
-  testEmbedding,
-} from '../../functions/knowledge/src/retrieval/test-embedding'
+
+/** The models served: native dimensions, and whether `dimensions` may shorten them. */
+export const EMBEDDING_MODELS: Readonly<Record<string, { dimensions: number; shortens: boolean }>> = {
+  'text-embedding-3-small': { dimensions: 1536, shortens: true },
+  'text-embedding-3-large': { dimensions: 3072, shortens: true },
+  'text-embedding-ada-002': { dimensions: 1536, shortens: false },
+}
+
+/** 32-bit MurmurHash3 of a string's UTF-16 units, seeded by the model. */
+function murmur3(text: string, seed: number): number {
+  let h = seed >>> 0
+  for (let i = 0; i < text.length; i++) {
+    let k = Math.imul(text.charCodeAt(i), 0xcc9e2d51)
+    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593)
+    h ^= k
+    h = (Math.imul((h << 13) | (h >>> 19), 5) + 0xe6546b64) >>> 0
+  }
+  h ^= text.length
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b)
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35)
+  return (h ^ (h >>> 16)) >>> 0
+}
+
+/**
+ * The fake's vector for `text`: words and their character 4-grams hashed into signed buckets, cut
+ * to `dimensions` and scaled to unit length, as float32 carries it. Each feature lands once in
+ * each leading block of 8, 16, 32, ... values up to the model's size, so the first values carry the
+ * most, as in text-embedding-3 (trained so that a cut vector still works): any cut keeps every
+ * feature.
+ */
+export function fakeEmbedding(text: string, model: string, dimensions?: number): number[] {
+  const native = EMBEDDING_MODELS[model]!.dimensions
+  const seed = murmur3(model, 0x5eed)
+  const vector = new Float64Array(native)
+  const add = (feature: string, weight: number) => {
+    for (let block = 8, level = 0; block / 2 < native; block *= 2, level++) {
+      const h = murmur3(feature, seed + level)
+      vector[h % Math.min(block, native)]! += h & 0x80000000 ? weight : -weight
+    }
+  }
+  for (const word of text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean)) {
+    add(word, 1)
+    const padded = ` ${word} `
+    for (let i = 0; i + 4 <= padded.length; i++) add(padded.slice(i, i + 4), 0.5)
+  }
+  const kept = vector.subarray(0, dimensions ?? native)
+  const norm = Math.hypot(...kept)
+  // Text of no letter or digit gets one fixed unit vector.
+  if (norm === 0) return Array.from(kept, (_, i) => (i === 0 ? 1 : 0))
+  return Array.from(kept, (x) => Math.fround(x / norm))
+}
 
 export type EmbeddingsFailure =
   | 'status_429'
@@ -178,7 +230,8 @@ export function createOpenAiEmbeddingsFake(options: { apiKey?: string } = {}): O
         'encoding_format',
       )
     }
-    if (model !== TEST_EMBEDDING_MODEL) {
+    const served = EMBEDDING_MODELS[model]
+    if (!served) {
       return openAiError(
         404,
         `The model \`${model}\` does not exist or you do not have access to it.`,
@@ -186,10 +239,25 @@ export function createOpenAiEmbeddingsFake(options: { apiKey?: string } = {}): O
         'model_not_found',
       )
     }
-    if (dimensions !== undefined && dimensions !== TEST_EMBEDDING_DIMENSIONS) {
+    if (dimensions !== undefined && !served.shortens) {
       return openAiError(
         400,
-        `This model does not support dimensions other than ${TEST_EMBEDDING_DIMENSIONS}.`,
+        'This model does not support specifying dimensions.',
+        'invalid_request_error',
+        null,
+        'dimensions',
+      )
+    }
+    if (
+      dimensions !== undefined &&
+      (typeof dimensions !== 'number' ||
+        !Number.isInteger(dimensions) ||
+        dimensions < 1 ||
+        dimensions > served.dimensions)
+    ) {
+      return openAiError(
+        400,
+        `Invalid 'dimensions': it must be an integer from 1 to ${served.dimensions} for ${model}.`,
         'invalid_request_error',
         null,
         'dimensions',
@@ -198,7 +266,10 @@ export function createOpenAiEmbeddingsFake(options: { apiKey?: string } = {}): O
     let tokens = 0
     const data = (inputs as string[]).map((text, index) => {
       tokens += Math.ceil(text.length / 4)
-      const vector = testEmbedding(text).slice(0, failure === 'wrong_dimensions' ? 128 : undefined)
+      const vector = fakeEmbedding(text, model, dimensions as number | undefined).slice(
+        0,
+        failure === 'wrong_dimensions' ? 128 : undefined,
+      )
       return { object: 'embedding', index, embedding: format === 'base64' ? base64Floats(vector) : vector }
     })
     const answer = JSON.stringify({

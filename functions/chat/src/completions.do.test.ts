@@ -171,7 +171,10 @@ describe('chat worker: deployments without a model provider', () => {
   })
 })
 
-/** The ledger rows kept by the tenant's test-mode RateLimiter (hosted by svc-metering). */
+/**
+ * The ledger rows kept by the tenant's test-mode RateLimiter (hosted by svc-metering), through the
+ * read-only method of the test build of that worker (test/support/metering-test-worker.ts).
+ */
 async function ledgerRows(who: Identity) {
   const stub = chatEnv.RATE_LIMITER.get(chatEnv.RATE_LIMITER.idFromName(`${who.tenantId}:test`))
   const rows = await (stub as unknown as { keptLedger(): Promise<LedgerEntry[]> }).keptLedger()

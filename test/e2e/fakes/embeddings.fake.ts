@@ -1,7 +1,8 @@
 /**
  * OpenAI's embeddings API for the e2e stack (test/fakes/openai-embeddings.ts) behind a Node HTTP
- * server: EMBEDDINGS_PROVIDER points the knowledge worker at it (model svc-test-embedding, 256
- * dimensions, key in EMBEDDINGS_API_KEY), so live keys embed through the production client.
+ * server: EMBEDDINGS_PROVIDER points the knowledge worker at it (model text-embedding-3-small
+ * shortened to 256 dimensions, key in EMBEDDINGS_API_KEY), so live keys embed through the
+ * production client, in an embedding space of their own (test keys keep the built-in one).
  * Tests script it through `inject('stack').fakes.embeddings.controlUrl` (`/fail`, `/reset`,
  * `/requests`).
  */
@@ -44,7 +45,7 @@ const service: FakeService = {
           kind: 'openai-compatible',
           baseUrl: `${url}/v1`,
           apiKeySecret: 'EMBEDDINGS_API_KEY',
-          model: 'svc-test-embedding',
+          model: 'text-embedding-3-small',
           dimensions: 256,
           timeoutMs: 1500,
           retries: 1,

@@ -45,10 +45,10 @@ export function ionqControl(controlUrl: string) {
       return (await (await fetch(`${controlUrl}/requests`)).json()) as RecordedIonqRequest[]
     },
     /** Provider jobs whose metadata carries `jobId` (our reasoning job id). */
-    async jobsFor(jobId: string): Promise<Omit<FakeIonqJob, 'input'>[]> {
+    async jobsFor(jobId: string): Promise<Omit<FakeIonqJob, 'input' | 'run'>[]> {
       return (await (
         await fetch(`${controlUrl}/jobs?svc_job_id=${encodeURIComponent(jobId)}`)
-      ).json()) as Omit<FakeIonqJob, 'input'>[]
+      ).json()) as Omit<FakeIonqJob, 'input' | 'run'>[]
     },
   }
 }
@@ -79,7 +79,7 @@ const service: FakeService = {
           const id = url.searchParams.get('svc_job_id')
           const jobs = fake.jobs
             .filter((j) => !id || j.metadata.svc_job_id === id)
-            .map(({ input: _input, ...j }) => j)
+            .map(({ input: _input, run: _run, ...j }) => j)
           res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jobs))
           return
         } else {

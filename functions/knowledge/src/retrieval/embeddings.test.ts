@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../../../../shared/http/errors'
 import type { Identity } from '../../../../shared/worker/request-context'
-import { createOpenAiEmbeddingsFake } from '../../../../test/fakes/openai-embeddings'
+import { createOpenAiEmbeddingsFake, fakeEmbedding } from '../../../../test/fakes/openai-embeddings'
 import { embedderFor, embeddingsProviderFromEnv } from './embeddings'
 import { testEmbedding } from './test-embedding'
 
@@ -30,7 +30,7 @@ function setup(overrides: Record<string, unknown> = {}) {
       kind: 'openai-compatible',
       baseUrl: 'https://embeddings.example/v1',
       apiKeySecret: 'EMBEDDINGS_API_KEY',
-      model: 'svc-test-embedding',
+      model: 'text-embedding-3-small',
       dimensions: 256,
       timeoutMs: 300,
       retries: 2,
@@ -57,21 +57,20 @@ describe('OpenAI-compatible embeddings', () => {
     const texts = Array.from({ length: 130 }, (_, i) => `text number ${i} about topic ${i % 7}`)
     const vectors = await embedder.embed(texts)
     expect(embedder.space).toEqual({
-      id: 'svc-test-embedding@256',
-      model: 'svc-test-embedding',
+      id: 'text-embedding-3-small@256',
+      model: 'text-embedding-3-small',
       dimensions: 256,
     })
     expect(fake.requests).toHaveLength(3)
     expect(fake.requests[0]).toMatchObject({
       path: '/v1/embeddings',
       authorization: `Bearer ${fake.apiKey}`,
-      body: { model: 'svc-test-embedding', encoding_format: 'base64', dimensions: 256 },
+      body: { model: 'text-embedding-3-small', encoding_format: 'base64', dimensions: 256 },
     })
     expect((fake.requests[2]!.body as { input: string[] }).input).toHaveLength(2)
     vectors.forEach((vector, i) => {
-      const expected = testEmbedding(texts[i]!)
-      expect(vector).toHaveLength(256)
-      for (let d = 0; d < 256; d += 37) expect(vector[d]).toBeCloseTo(expected[d]!, 6)
+      // What the fake sent for this input, decoded exactly (float32 carries it).
+      expect(vector).toEqual(fakeEmbedding(texts[i]!, 'text-embedding-3-small', 256))
     })
   })
 

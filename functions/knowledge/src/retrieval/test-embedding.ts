@@ -3,8 +3,8 @@
  * feature hashing of words (lower-cased, a few English suffixes stripped) and of their character
  * trigrams into signed buckets, scaled to unit length. It captures shared words, word forms,
  * typos and parts of identifiers, not meaning: it lets the whole vector path run offline and
- * reproducibly (the e2e fake of the OpenAI embeddings API serves the very same vectors), and is
- * documented as such; meaning needs a real model (docs/retrieval.md).
+ * reproducibly, and is documented as such; meaning needs a real model (docs/retrieval.md). The
+ * fake of OpenAI's embeddings API (test/fakes/openai-embeddings.ts) has vectors of its own.
  */
 
 export const TEST_EMBEDDING_MODEL = 'svc-test-embedding'
