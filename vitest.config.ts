@@ -301,7 +301,7 @@ export default defineConfig(async () => {
           },
         },
         {
-          // The reasoning worker hosts ReasoningJob; jobs are indexed in Postgres (the unit
+          // The reasoning worker hosts ReasoningJob and ReasoningRunQueue; jobs are indexed in Postgres (the unit
           // database), call the fake IonQ provider (its own process), metered by the RateLimiter of the metering worker and audited in the
           // AuditLog objects of the platform worker, both beside it.
           plugins: [
@@ -336,7 +336,11 @@ export default defineConfig(async () => {
           test: {
             name: 'do-reasoning',
             ...UNIT_GROUP,
-            include: ['durable-objects/reasoning-job/**/*.do.test.ts', 'functions/reasoning/**/*.do.test.ts'],
+            include: [
+              'durable-objects/reasoning-job/**/*.do.test.ts',
+              'durable-objects/reasoning-run-queue/**/*.do.test.ts',
+              'functions/reasoning/**/*.do.test.ts',
+            ],
             // The QPU path talks to the fake IonQ provider over HTTP, as in production.
             globalSetup: ['test/support/unit-database.setup.ts', 'test/support/ionq-provider.setup.ts'],
             passWithNoTests: true,

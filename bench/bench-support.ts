@@ -147,8 +147,9 @@ export function percentile(values: readonly number[], p: number): number {
 
 /**
  * The built-in plan catalog (a PLAN_CATALOG value) with the per-minute limits, the monthly token
- * and real_qpu allowances and the reasoning queue limit lifted out of a benchmark's way: the plan
- * checks, the RateLimiter's reservations and metering still run, they just never refuse.
+ * and real_qpu allowances, the reasoning queue limit and its run slots lifted out of a benchmark's
+ * way: the plan checks, the RateLimiter's reservations, the run queue and metering still run, they
+ * just never refuse or hold a job back.
  */
 export function benchPlanCatalog(): string {
   return JSON.stringify({
@@ -160,6 +161,7 @@ export function benchPlanCatalog(): string {
       tokensPerMinute: 1_000_000_000_000,
       monthlyTokenAllowance: plan.monthlyTokenAllowance === null ? null : 1_000_000_000_000,
       reasoningQueueLimit: 1_000_000,
+      reasoningConcurrency: 1_000_000,
       toolAllowances: {
         ...plan.toolAllowances,
         ...((plan.features as readonly string[]).includes('real_qpu') ? { real_qpu: 1_000_000_000 } : {}),

@@ -2,7 +2,8 @@
  * The reasoning-job wire shapes, written from spec 000's tables (Reasoning job create request,
  * Reasoning job, Job envelope, Job capabilities, Job page): one definition each, used by the
  * routes to validate, by the object to build what it answers, and by the OpenAPI document. Every
- * object is closed (`.strict()`), as the spec says "no other properties".
+ * object is closed (`.strict()`), as the spec says "no other properties"; the job has one field the
+ * spec does not list, `queue_position`, present only while the job waits for a run slot.
  */
 import { z } from '@hono/zod-openapi'
 
@@ -136,6 +137,10 @@ export const ReasoningJobSchema = z
     outcome_state: z.enum(OUTCOME_STATES),
     error: JobErrorSchema.nullable().optional(),
     workspace_id: z.uuid().nullable().optional(),
+    queue_position: z.int().min(1).optional().openapi({
+      description:
+        "While the job waits for a run slot of its workspace (status queued): its place among the workspace's waiting jobs of its mode, 1 = next to start. Absent once it has a slot. This product's one addition to the spec's closed job object (docs/reasoning-jobs.md, \"The run queue\").",
+    }),
     created_at: z.iso.datetime(),
     updated_at: z.iso.datetime(),
     completed_at: z.iso.datetime().nullable().optional(),

@@ -8,6 +8,7 @@ import type { PlanCatalogEnv } from '../../shared/plans'
 import type { QpuAccountEnv } from '../../shared/quantum/providers/provider-accounts'
 import type { QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import type { AuditLogNamespace } from '../audit-log/audit-client'
+import type { RunQueueNamespace } from '../reasoning-run-queue/run-queue.protocol'
 import type { DocumentSigner } from './inference-receipt'
 import type { ReasoningSettingsEnv } from './job-settings'
 import type { QpuSettingsEnv } from './qpu-settings'
@@ -19,6 +20,8 @@ export type ReasoningJobEnv = ReasoningSettingsEnv &
   DatabaseEnv & {
     /** The QPU queue (producer): a real-hardware job sends its attempt's messages here. */
     readonly QPU_QUEUE?: Queue<QpuQueueMessage>
+    /** The workspaces' run queues: a job waits there for a run slot, and gives it back when it ends. */
+    readonly REASONING_RUN_QUEUE: RunQueueNamespace
     /** The RateLimiter objects: a job's quote is reserved at creation and settled when it ends. */
     readonly RATE_LIMITER: RateLimiterNamespace
     /** The auth worker (service binding): signs inference receipts with the token keys. */

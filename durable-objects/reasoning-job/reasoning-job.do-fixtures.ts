@@ -102,10 +102,13 @@ export async function jobOf(handle: JobHandle): Promise<JobRecord> {
   return unwrap((await handle.stub.get(callerOf(handle.identity))) as JobReply)
 }
 
-/** Moves every due time into the past (time travel for retries), then runs the alarm. */
+/**
+ * Makes every due time now (time travel for retries), then runs the alarm. Now, not 0: anything that
+ * re-arms the alarm meanwhile (a call from the run queue) must get a real time.
+ */
 export async function runDueNow(handle: JobHandle): Promise<boolean> {
   await runInDurableObject(handle.stub, (_instance: ReasoningJob, state) => {
-    state.storage.sql.exec(`UPDATE due_work SET due_at = 0`)
+    state.storage.sql.exec(`UPDATE due_work SET due_at = min(due_at, ?)`, Date.now())
   })
   return runDurableObjectAlarm(handle.stub)
 }

@@ -23,6 +23,10 @@
  * - Credits: the job's quote is reserved with the tenant's RateLimiter before the job exists
  *   (refusals are the create request's 402/403/429), committed with the usage when it completes,
  *   released when it fails or is cancelled. The settle is due work written with the terminal state.
+ * - The run slot (docs/reasoning-jobs.md, "The run queue"): a queued job leaves `queued` only with a
+ *   slot of its workspace's ReasoningRunQueue. `advance` of a queued job asks for one (`enqueue`,
+ *   again every SLOT_RECHECK_MS while it waits); the queue grants it later with `runSlotGranted`.
+ *   Every terminal state writes `release_slot` due work with it, which gives the slot back.
  */
 import { DurableObject } from 'cloudflare:workers'
 import { toBase64 } from '../../shared/audit/checkpoint'
@@ -45,6 +49,12 @@ import type { QpuClaim, QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../sh
 import { type Identity, isTestMode, type Mode, principalId } from '../../shared/worker/request-context'
 import { appendAuditEvent } from '../audit-log/audit-client'
 import { indexRetryDelayMs, writeIndex } from '../postgres-index'
+import {
+  type EnqueueReply,
+  type RunSlotHolder,
+  runQueueName,
+  type SlotAnswer,
+} from '../reasoning-run-queue/run-queue.protocol'
 import {
   type ContentCipher,
   contentCipher,
@@ -121,6 +131,11 @@ const RETRY_SIDE_WORK_MS = 5_000
 const RETRY_CRASHED_STEP_MS = 5_000
 /** Tokens of the fixed prompt text around the user's prompt (system prompt, judge rubric). */
 const PROMPT_OVERHEAD_TOKENS = 64
+/**
+ * How often a job waiting for a run slot asks its queue again (the queue tells it when a slot is
+ * free; this re-drives a lost enqueue or a queue that lost track of it).
+ */
+const SLOT_RECHECK_MS = 60_000
 /** A job has one QPU attempt: the queue's retries and the reconciler all work on it. */
 const QPU_ATTEMPT_ID = 'attempt-1'
 /** A paid tool's settle carries no tokens. */
@@ -235,7 +250,7 @@ function credits(units: number): number {
   return Math.round((units / CREDIT_UNITS_PER_CENT) * 1e4) / 1e4
 }
 
-export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJobPort {
+export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJobPort, RunSlotHolder {
   readonly store: JobStore
   readonly qpu: QpuStore
   /** The create in progress (its reservation is being asked for): a second create awaits it. */
@@ -277,7 +292,11 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     const existing = this.store.job()
     if (existing) {
       if (!visibleTo(existing, call.identity)) return { ok: false, error: errorData(jobNotFound()) }
-      return { ok: true, job: await this.view(existing, true) }
+      try {
+        return { ok: true, job: await this.answer(existing) }
+      } catch (err) {
+        return { ok: false, error: errorData(err) }
+      }
     }
     this.creating ??= this.createNew(call).finally(() => {
       this.creating = null
@@ -289,7 +308,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     const job = this.store.job()
     if (!job || !visibleTo(job, caller)) return { ok: false, error: errorData(jobNotFound()) }
     try {
-      return { ok: true, job: await this.view(job, true) }
+      return { ok: true, job: await this.answer(job) }
     } catch (err) {
       return { ok: false, error: errorData(err) }
     }
@@ -311,7 +330,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         )
       }
       const now = this.now()
-      if (job.status === 'queued') {
+      const cancelled = job.status === 'queued'
+      if (cancelled) {
         this.commit({ status: 'cancelled', completed_at: now, next_attempt_at: null }, now)
         this.store.unschedule('advance')
         this.store.schedule('meter_settle', now)
@@ -329,9 +349,12 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         )
       }
       await this.armAlarm()
+      // The place in line is given back before the answer, so the jobs behind it have moved up when
+      // the client looks; if the queue cannot be reached, the due release_slot gives it back later.
+      if (cancelled) await this.releaseRunSlot().catch((err) => this.logSlotTrouble('release', err))
       const after = this.store.job()
       if (!after) throw new Error('the job row vanished')
-      return { ok: true, job: await this.view(after, true) }
+      return { ok: true, job: await this.answer(after) }
     } catch (err) {
       return { ok: false, error: errorData(err) }
     }
@@ -394,10 +417,13 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       this.store.schedule('record_sync', now)
       // The index row before the answer, so the job is in the list as soon as the client has its id.
       await this.syncRecord()
+      // Its place in the run queue too (the answer shows it); if the queue cannot be reached, the
+      // due `advance` asks again.
+      await this.requestRunSlot().catch((err) => this.logSlotTrouble('enqueue', err))
       await this.armAlarm()
       const job = this.store.job()
       if (!job) throw new Error('the job was not stored')
-      return { ok: true, job: await this.view(job, true) }
+      return { ok: true, job: await this.answer(job) }
     } catch (err) {
       return { ok: false, error: errorData(err) }
     }
@@ -454,6 +480,10 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
         this.store.schedule('qpu_settle', this.now() + RETRY_SIDE_WORK_MS)
         await this.settleQpu()
         return
+      case 'release_slot':
+        this.store.schedule('release_slot', this.now() + RETRY_SIDE_WORK_MS)
+        await this.releaseRunSlot()
+        return
     }
   }
 
@@ -466,6 +496,8 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     }
     switch (job.status) {
       case 'queued':
+        // Only with a run slot of the workspace's queue; without one, ask for it (and wait).
+        if (this.store.runSlot() !== 'admitted') return this.requestRunSlot()
         this.commit({ status: 'generating_candidates', outcome_state: 'in_progress' }, this.now())
         this.store.schedule('advance', this.now())
         return
@@ -721,10 +753,106 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     this.store.schedule('advance', next)
   }
 
-  /** A state change, and the index write it implies (due now). */
+  /** A state change, and the index write it implies (due now); a job that ends frees its run slot. */
   private commit(change: JobChange, now: number): void {
     this.store.update(change, now)
     this.store.schedule('record_sync', now)
+    if (change.status && isTerminal(change.status)) this.store.schedule('release_slot', now)
+  }
+
+  // --- the run slot (durable-objects/reasoning-run-queue/) ----------------------------------------
+
+  private runQueue(job: JobRow) {
+    const queues = this.env.REASONING_RUN_QUEUE
+    return queues.get(queues.idFromName(runQueueName(job.tenant_id, job.test_mode ? 'test' : 'live')))
+  }
+
+  /**
+   * A queued job asks its workspace's run queue for a slot (idempotent: a repeat answers where it
+   * stands). The next ask is due before the call, so a lost call or answer is asked again.
+   */
+  private async requestRunSlot(): Promise<void> {
+    const job = this.store.job()
+    if (job?.status !== 'queued') return
+    const now = this.now()
+    this.store.schedule('advance', now + SLOT_RECHECK_MS)
+    const { plan } = resolvePlan(this.env, job.meter_json.identity.planId)
+    const reply: EnqueueReply = await this.runQueue(job).enqueue({
+      jobId: job.job_id,
+      holder: jobObjectName(job.tenant_id, job.job_id),
+      slots: plan.reasoningConcurrency,
+    })
+    // Cancelled while the call was out: its release is due, nothing to start.
+    if (this.store.job()?.status !== 'queued') return
+    const at = this.now()
+    if (reply.state === 'waiting') {
+      // A grant that overtook this answer stands.
+      if (this.store.runSlot() !== 'admitted') this.store.setRunSlot('waiting', at)
+      return
+    }
+    // `released` cannot happen to a queued job; starting is what keeps it from waiting forever.
+    this.store.setRunSlot('admitted', at)
+    this.store.schedule('advance', at)
+  }
+
+  /**
+   * The queue's call: a slot is this job's (or the watchdog asks whether it still uses it). A queued
+   * job starts at once; a finished or unknown one answers 'finished', which frees the slot.
+   */
+  async runSlotGranted(jobId: string): Promise<SlotAnswer> {
+    const job = this.store.job()
+    if (!job || job.job_id !== jobId || isTerminal(job.status) || this.store.runSlot() === 'released') {
+      return 'finished'
+    }
+    if (this.store.runSlot() !== 'admitted') {
+      const now = this.now()
+      this.store.setRunSlot('admitted', now)
+      if (job.status === 'queued') this.store.schedule('advance', now)
+      await this.armAlarm()
+    }
+    return 'running'
+  }
+
+  /** release_slot: the slot (or the place in line) goes back to the queue, once acknowledged. */
+  private async releaseRunSlot(): Promise<void> {
+    const job = this.store.job()
+    if (!job || !isTerminal(job.status) || this.store.runSlot() === 'released') {
+      this.store.unschedule('release_slot')
+      return
+    }
+    await this.runQueue(job).release(job.job_id)
+    this.store.setRunSlot('released', this.now())
+    this.store.unschedule('release_slot')
+  }
+
+  private logSlotTrouble(step: 'enqueue' | 'release', err: unknown): void {
+    console.error(
+      JSON.stringify({ level: 'error', event: 'reasoning_run_queue_unreachable', step, detail: String(err) }),
+    )
+  }
+
+  /** The job's place among its workspace's waiting jobs, or null once it has a slot. */
+  private async queuePosition(job: JobRow): Promise<number | null> {
+    if (job.status !== 'queued' || this.store.runSlot() !== 'waiting') return null
+    try {
+      return await this.runQueue(job).position(job.job_id)
+    } catch (err) {
+      throw new AppError(
+        503,
+        'run_queue_unavailable',
+        "The job's place in the run queue cannot be read right now. Retry in a few seconds.",
+        {
+          headers: { 'retry-after': '2' },
+          internalMessage: `ReasoningRunQueue.position failed: ${String(err)}`,
+        },
+      )
+    }
+  }
+
+  /** What the job's caller sees: the record with its content, and its place in line while it waits. */
+  private async answer(job: JobRow): Promise<ReasoningJobRecord> {
+    const [record, position] = await Promise.all([this.view(job, true), this.queuePosition(job)])
+    return position === null ? record : { ...record, queue_position: position }
   }
 
   // --- real hardware (docs/quantum-selector.md) ---------------------------------------------------

@@ -11,6 +11,7 @@
  * | candidates | one row per generated candidate: sealed text, logprobs, usage, evidence        |
  * | verdicts   | one row per judge comparison (swarm_judge): the verdict and its usage          |
  * | receipt    | one row once the job finished: the signed inference receipt and its log entry |
+ * | run_slot   | one row once the job asked its workspace's run queue: waiting, admitted, released |
  * | due_work   | what the single alarm must do and when                                         |
  *
  * The real-hardware attempt and its reservation live in their own table (qpu.store.ts).
@@ -38,7 +39,8 @@ import {
   REASONING_PRODUCTS,
 } from './job.schemas'
 
-export const SCHEMA_VERSION = 1
+/** 2: the run slot (run_slot, due work `release_slot`). */
+export const SCHEMA_VERSION = 2
 
 const DDL = [
   `CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
@@ -111,6 +113,11 @@ const DDL = [
     envelope_json TEXT,
     kid TEXT,
     log_json TEXT
+  )`,
+  `CREATE TABLE IF NOT EXISTS run_slot (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    state TEXT NOT NULL CHECK (state IN ('waiting', 'admitted', 'released')),
+    updated_at INTEGER NOT NULL
   )`,
   `CREATE TABLE IF NOT EXISTS due_work (
     kind TEXT PRIMARY KEY,
@@ -220,8 +227,13 @@ export const DUE_WORK_KINDS = [
   'qpu_reconcile',
   /** settle the real_qpu reservation: commit it when the QPU ran the job, or release it */
   'qpu_settle',
+  /** give the job's run slot (or its place in line) back to the workspace's run queue */
+  'release_slot',
 ] as const
 export type DueWorkKind = (typeof DUE_WORK_KINDS)[number]
+
+const RunSlotStateSchema = z.enum(['waiting', 'admitted', 'released'])
+export type RunSlotState = z.infer<typeof RunSlotStateSchema>
 
 const DueWorkRowSchema = z.object({ kind: z.enum(DUE_WORK_KINDS), due_at: z.number() })
 
@@ -479,6 +491,27 @@ export class JobStore {
     this.sql.exec(`UPDATE receipt SET log_json = ? WHERE id = 1`, JSON.stringify(entry))
   }
 
+  // --- the run slot -----------------------------------------------------------------------------
+
+  /**
+   * Where the job stands with its workspace's run queue: null before it first asked (and for jobs
+   * created before the queue existed), `waiting` in line, `admitted` (a slot is its own: it may
+   * start), `released` (it ended and gave the slot back).
+   */
+  runSlot(): RunSlotState | null {
+    const row = this.sql.exec<{ state: string }>(`SELECT state FROM run_slot WHERE id = 1`).toArray()[0]
+    return row ? RunSlotStateSchema.parse(row.state) : null
+  }
+
+  setRunSlot(state: RunSlotState, now: number): void {
+    this.sql.exec(
+      `INSERT INTO run_slot (id, state, updated_at) VALUES (1, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`,
+      state,
+      now,
+    )
+  }
+
   // --- due work ---------------------------------------------------------------------------------
 
   schedule(kind: DueWorkKind, dueAt: number): void {
@@ -501,9 +534,9 @@ export class JobStore {
   nextDue(now: number): z.infer<typeof DueWorkRowSchema> | null {
     const rows = this.sql
       .exec<Row>(
-        // The index write first: lists follow a job's steps as they happen.
+        // The index write first: lists follow a job's steps as they happen; a freed slot soon after.
         `SELECT * FROM due_work WHERE due_at <= ?
-         ORDER BY CASE kind WHEN 'record_sync' THEN 0 WHEN 'meter_settle' THEN 1 ELSE 2 END, due_at LIMIT 1`,
+         ORDER BY CASE kind WHEN 'record_sync' THEN 0 WHEN 'meter_settle' THEN 1 WHEN 'release_slot' THEN 1 ELSE 2 END, due_at LIMIT 1`,
         now,
       )
       .toArray()

@@ -84,6 +84,12 @@ export const BillingPlanSchema = z
      */
     reasoningQueueLimit: z.int().positive().default(10),
     /**
+     * Reasoning jobs of one workspace and mode executing at once (their run slots); the others of
+     * the queue limit wait `queued` in FIFO order (durable-objects/reasoning-run-queue/). Optional in
+     * a PLAN_CATALOG override (default 2).
+     */
+    reasoningConcurrency: z.int().positive().default(2),
+    /**
      * OTLP exports per minute (sliding window), apart from `requestsPerMinute`: exporters batch on
      * their own timers and must not use up the model requests' budget. Optional in an override.
      */
@@ -137,7 +143,7 @@ export const PlanCatalogSchema = z
 export type PlanCatalog = z.infer<typeof PlanCatalogSchema>
 
 export const PLAN_CATALOG_CONFIG = {
-  version: '2026-11-24',
+  version: '2026-11-25',
   consoleUrl: 'https://console.svc.example',
   // telemetry_ingest: USD 0.50 per GB (10^9 bytes) after decompression.
   toolPrices: {
@@ -166,6 +172,7 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 40_000,
       documentAllowance: 0,
       reasoningQueueLimit: 2,
+      reasoningConcurrency: 1,
       ingestRequestsPerMinute: 120,
       ingestBytesPerMinute: 16 * 1024 * 1024,
     },
@@ -196,6 +203,7 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 400_000,
       documentAllowance: 100,
       reasoningQueueLimit: 5,
+      reasoningConcurrency: 2,
       ingestRequestsPerMinute: 600,
       ingestBytesPerMinute: 64 * 1024 * 1024,
     },
@@ -226,6 +234,7 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 2_000_000,
       documentAllowance: 1_000,
       reasoningQueueLimit: 20,
+      reasoningConcurrency: 4,
       ingestRequestsPerMinute: 3000,
       ingestBytesPerMinute: 256 * 1024 * 1024,
     },
@@ -257,6 +266,7 @@ export const PLAN_CATALOG_CONFIG = {
       tokensPerMinute: 10_000_000,
       documentAllowance: 100_000,
       reasoningQueueLimit: 200,
+      reasoningConcurrency: 8,
       ingestRequestsPerMinute: 12000,
       ingestBytesPerMinute: 1024 * 1024 * 1024,
     },

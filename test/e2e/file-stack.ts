@@ -4,6 +4,7 @@
  *
  *   const stack = await fileStack()                  // at the top of the file
  *   const stack = await fileStack({ login: true })   // also an owner password and a service account
+ *   const stack = await fileStack({ plan: 'enterprise' })   // workspace A on another plan than Team
  *
  * creates them through the stack's database (as `npm start` seeds the development workspace)
  * and returns the stack with them. Whatever a file does to its workspaces (keys revoked, policies
@@ -26,7 +27,7 @@ export interface FileTenant {
   liveKey: string
 }
 
-/** The file's main workspace: plan Team, an owner, owner test and live keys, and a revoked key. */
+/** The file's main workspace: plan Team (or the one asked for), an owner, owner test and live keys, and a revoked key. */
 export interface FileTenantA extends FileTenant {
   revokedKey: string
   ownerEmail: string
@@ -47,9 +48,16 @@ export interface FileStack<A extends FileTenantA = FileTenantA> extends StackFix
   tenantB: FileTenant
 }
 
-export function fileStack(): Promise<FileStack>
-export function fileStack(options: { login: true }): Promise<FileStack<FileTenantA & FileLogin>>
-export async function fileStack(options: { login?: boolean } = {}): Promise<FileStack> {
+export interface FileStackOptions {
+  /** Workspace A's plan (default team). */
+  readonly plan?: 'free' | 'pro' | 'team' | 'enterprise'
+}
+
+export function fileStack(options?: FileStackOptions & { login?: false }): Promise<FileStack>
+export function fileStack(
+  options: FileStackOptions & { login: true },
+): Promise<FileStack<FileTenantA & FileLogin>>
+export async function fileStack(options: FileStackOptions & { login?: boolean } = {}): Promise<FileStack> {
   const stack = inject('stack')
   // Hashing a password or a secret (Argon2id) costs about a second here: only for files that log in.
   const suffix = crypto.randomUUID().slice(0, 8)
@@ -65,7 +73,7 @@ export async function fileStack(options: { login?: boolean } = {}): Promise<File
   try {
     const { tenantId, ownerUserId } = await ensureWorkspace(database.db, {
       tenantName: `File workspace A ${suffix}`,
-      planId: 'team',
+      planId: options.plan ?? 'team',
       ownerEmail,
       keys: [
         { name: 'A test', key: a.testKey },

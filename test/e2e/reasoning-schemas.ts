@@ -2,7 +2,8 @@
  * The reasoning-job response shapes as closed JSON Schemas written from spec 000's tables
  * ("Reasoning job", "Job envelope", "Job capabilities", "Job page"), independently of the zod
  * schemas the service validates with: every response of the e2e tests must fit them, and
- * `additionalProperties: false` everywhere makes any field the spec does not list a failure.
+ * `additionalProperties: false` everywhere makes any field the spec does not list a failure (but
+ * `queue_position`, the one field the product adds to a waiting job).
  */
 import Ajv2020 from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
@@ -80,6 +81,9 @@ export const reasoningJobSchema = {
       properties: { code: { type: 'string' }, message: { type: 'string' } },
     }),
     workspace_id: nullable({ type: 'string', format: 'uuid' }),
+    // Not in the spec's table: the product's one addition, present only while the job waits for a
+    // run slot of its workspace (docs/reasoning-jobs.md, "The run queue"). Every other field stays closed.
+    queue_position: { type: 'integer', minimum: 1 },
     created_at: dateTime,
     updated_at: dateTime,
     completed_at: nullable(dateTime),

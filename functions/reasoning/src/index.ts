@@ -4,6 +4,7 @@ import { reasoningApp } from './reasoning.app'
 import type { ReasoningEnv } from './reasoning.context'
 
 export { ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
+export { ReasoningRunQueue } from '../../../durable-objects/reasoning-run-queue/reasoning-run-queue.do'
 
 export default class ReasoningWorker extends FamilyEntrypoint<ReasoningEnv> {
   protected readonly app = reasoningApp

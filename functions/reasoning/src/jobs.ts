@@ -6,10 +6,12 @@
  *                          provider for live keys (503), the key claim (409, 429), then
  *                          the job's object (402/429 from metering) → 202 {job}, or 200 {job} for
  *                          a replay of the same request.
- *   GET    /jobs           a page of the tenant's jobs in the caller's mode, with its capabilities.
+ *   GET    /jobs           a page of the tenant's jobs in the caller's mode, with its capabilities;
+ *                          waiting jobs with their place in the run queue (`queue_position`).
  *   GET    /jobs/{jobId}   the job with its decrypted content (404 for another tenant's or mode's, or a non-uuid).
  *   GET    /jobs/{jobId}/receipt   the signed inference receipt and its audit-log entry (404 until issued).
- *   DELETE /jobs/{jobId}   queued → cancelled; finished → content erased; started → 409.
+ *   DELETE /jobs/{jobId}   queued → cancelled (its place in line freed); finished → content erased;
+ *                          started → 409.
  */
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
@@ -21,6 +23,7 @@ import {
   JobIdParamSchema,
   JobListQuerySchema,
   JobPageSchema,
+  type ReasoningJob as JobRecord,
 } from '../../../durable-objects/reasoning-job/job.schemas'
 import { reasoningSettingsFromEnv } from '../../../durable-objects/reasoning-job/job-settings'
 import {
@@ -31,6 +34,7 @@ import {
   type ReasoningJob,
   type ReceiptReply,
 } from '../../../durable-objects/reasoning-job/reasoning-job.do'
+import { runQueueName } from '../../../durable-objects/reasoning-run-queue/run-queue.protocol'
 import {
   actionRequiredOrErrorResponse,
   actionRequiredResponse,
@@ -89,6 +93,25 @@ function jobCaller(identity: Identity): JobCaller {
  */
 function jobObject(env: ReasoningEnv, tenantId: string, jobId: string): DurableObjectStub<ReasoningJob> {
   return env.REASONING_JOB.get(env.REASONING_JOB.idFromName(jobObjectName(tenantId, jobId)))
+}
+
+/**
+ * The page's waiting jobs with their place in the workspace's run queue: the index row of a job is
+ * written when its state changes, the place changes whenever a job ahead of it starts or leaves.
+ */
+async function withQueuePositions(
+  env: ReasoningEnv,
+  identity: Identity,
+  jobs: JobRecord[],
+): Promise<JobRecord[]> {
+  if (!jobs.some((job) => job.status === 'queued')) return jobs
+  const queues = env.REASONING_RUN_QUEUE
+  const queue = queues.get(queues.idFromName(runQueueName(identity.tenantId, identity.mode)))
+  const positions = await callJob(() => queue.positions())
+  return jobs.map((job) => {
+    const position = job.status === 'queued' ? positions[job.id] : undefined
+    return position === undefined ? job : { ...job, queue_position: position }
+  })
 }
 
 /** A job id from the path; anything but a UUID is a job that does not exist here (404). */
@@ -322,7 +345,8 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       ...(await readJobPage(db, scopeOf(identity), query)),
       capabilities: await readCapabilities(db, identity, plan),
     }))
-    return c.json({ jobs: page.jobs, next_cursor: page.nextCursor, capabilities: page.capabilities }, 200)
+    const jobs = await withQueuePositions(c.env, identity, page.jobs)
+    return c.json({ jobs, next_cursor: page.nextCursor, capabilities: page.capabilities }, 200)
   })
 
   app.openAPIRegistry.registerPath(
@@ -384,7 +408,8 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       method: 'delete',
       path: '/svc/quantum-reasoning/jobs/{jobId}',
       tags: ['Reasoning'],
-      summary: 'Cancel a queued job, or erase the content of a finished one',
+      summary:
+        'Cancel a queued job (its place in the run queue goes to the jobs behind it), or erase the content of a finished one',
       request: { params: JobIdParamSchema },
       responses: {
         200: {

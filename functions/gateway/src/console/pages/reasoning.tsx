@@ -1,7 +1,7 @@
 /**
  * Reasoning: quantum-reasoning jobs (the list with the workspace's capabilities; a job with its
- * candidates, selection evidence, result and receipt; cancel a queued job or erase a finished one's
- * content) and the QPU provider connections (connect, test, delete). A client of
+ * candidates, selection evidence, result and receipt; a waiting job's place in the run queue; cancel
+ * a queued job or erase a finished one's content) and the QPU provider connections (connect, test, delete). A client of
  * /svc/quantum-reasoning/*; when the plan lacks the feature the page shows the API's refusal.
  */
 import type { Hono } from 'hono'
@@ -34,6 +34,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 type Job = ReasoningJob
 type JobPage = ReasoningJobPage
+
+/** A job's status as a person reads it: a waiting job says where it is in line. */
+function statusText(job: Job): string {
+  return job.queue_position === undefined
+    ? job.status
+    : `${job.status} · waiting for a run slot, ${job.queue_position === 1 ? 'next in line' : `number ${job.queue_position} in line`}`
+}
 
 interface Connection {
   id: string
@@ -94,7 +101,7 @@ async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
                   </a>
                 </td>
                 <td>{j.model}</td>
-                <td>{j.status}</td>
+                <td>{statusText(j)}</td>
                 <td class="nowrap">{formatDate(j.created_at)}</td>
               </tr>
             )}
@@ -247,8 +254,8 @@ async function renderJob(c: ConsoleContext, jobId: string, flash?: Flash) {
               <code>{job.id}</code>
             </dd>
             <dt>Status</dt>
-            <dd>
-              {job.status}
+            <dd data-status={job.status}>
+              {statusText(job)}
               {job.error ? ` — ${job.error.code}: ${job.error.message}` : ''}
               {job.fallback_reason ? ` (classical fallback: ${job.fallback_reason})` : ''}
             </dd>
