@@ -266,7 +266,7 @@ export default defineConfig(async () => {
           test: {
             name: 'do-metering',
             ...UNIT_GROUP,
-            include: ['durable-objects/rate-limiter/**/*.do.test.ts', 'functions/metering/**/*.do.test.ts'],
+            include: ['durable-objects/rate-limiter/**/*.do.test.ts'],
             passWithNoTests: true,
           },
         },
@@ -373,7 +373,6 @@ export default defineConfig(async () => {
             ...UNIT_GROUP,
             include: [
               'durable-objects/audit-log/**/*.do.test.ts',
-              'functions/platform/**/*.do.test.ts',
               // Gateway enforcement appends to the AuditLog objects this worker hosts.
               'functions/gateway/src/crypto-enforcement.do.test.ts',
             ],

@@ -1,9 +1,9 @@
 /**
  * AuditLog: one append-only, Merkle-rooted log per tenant (`tenant:<uuid>`) and one for the
- * platform (`platform`), hosted by the platform worker (svc-platform) and bound by every worker
- * that records security events (gateway, auth, platform; later console, API keys, telemetry,
- * reasoning) with `script_name = "svc-platform"`. Workers append through
- * shared/audit/audit-client.ts; the platform worker serves checkpoints and proofs.
+ * platform (`platform`), hosted by the platform worker (svc-platform) and bound by the workers
+ * that record security events (gateway, auth, reasoning, telemetry) with `script_name =
+ * "svc-platform"`. Workers append through durable-objects/audit-log/audit-client.ts; the platform
+ * worker serves checkpoints and proofs.
  *
  * Append: the event is validated, wrapped in an entry {v, log, index, appended_at, event} whose
  * canonical JSON is the Merkle leaf, and written with the leaf hash and every perfect subtree it

@@ -3,7 +3,7 @@
  * answered (it stores the row before it answers); failed sends are retried without losing or
  * doubling anything; checkpoints are best effort.
  * The RateLimiter here is a recording stand-in (the real object is exercised in
- * durable-objects/rate-limiter*.do.test.ts); only its RPC surface matters to the client.
+ * durable-objects/rate-limiter/*.do.test.ts); only its RPC surface matters to the client.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { namespaceOf, RecordingLimiter, SNAPSHOT } from '../../test/unit/recording-limiter'

@@ -6,8 +6,8 @@
  *   transport and payload encryption use those.
  * A violation in `enforce` mode is refused with 403 `crypto_policy_violation` naming the algorithm
  * and the rules it broke; in `audit` mode the request goes on. Either way the decision is appended
- * to the tenant's audit log first (shared/audit/policy-decisions.ts) and the request goes on, or the
- * 403 leaves, only once it is durable there: a violation is never let through or refused unlogged
+ * to the tenant's audit log first (durable-objects/audit-log/policy-decisions.ts) and the request
+ * goes on, or the 403 leaves, only once it is durable there: a violation is never let through or refused unlogged
  * (audit log unreachable: 503 audit_log_unavailable, nothing done). The Postgres copy behind the
  * violations listing is written after the response (waitUntil).
  */

@@ -133,7 +133,7 @@ function entropyDocument() {
         what: 'Request ids, run ids, metering reservation ids, audit-log idempotency keys',
         bits: 122,
         from: 'crypto.randomUUID (identifiers, not secrets)',
-        code: 'functions/gateway/src/request-id.ts, shared/metering, shared/audit/audit-client.ts',
+        code: 'functions/gateway/src/request-id.ts, shared/metering, durable-objects/audit-log/audit-client.ts',
       },
       {
         what: 'Audit-log checkpoints and proofs',

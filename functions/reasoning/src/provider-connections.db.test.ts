@@ -1,6 +1,7 @@
 /**
  * Provider connections as the gateway calls them, against Postgres and the tenant's real AuditLog.
- * (Testing a connection against the provider, and jobs that use one: test/e2e/quantum.e2e.test.ts.)
+ * (Testing a connection against the provider: test/e2e/provider-connections.e2e.test.ts; jobs that
+ * use one: test/e2e/reasoning-qpu.e2e.test.ts, byopa_managed.)
  */
 import { eq } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
