@@ -4,7 +4,8 @@
  * worker imports another worker's code (`import type` of its entrypoint or wire types is fine: it
  * is erased at build time). Test files may compose workers and read fixtures and data files.
  */
-import { relative, resolve } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { join, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { IMPORT, importsOf, root, sourceFiles } from './source-imports'
 
