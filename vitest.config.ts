@@ -1,8 +1,8 @@
 import path from 'node:path'
 import { cloudflareTest } from '@cloudflare/vitest-plugin'
 import { ml_dsa44, ml_dsa65 } from '@noble/post-quantum/ml-dsa.js'
-import { defineConfig } from 'vitest/config'
-import { bundleWorker, workerBundleCache } from './scripts/workers.ts'
+import { defineConfig, type Plugin } from 'vitest/config'
+import { bundleBrowserScript, bundleWorker, workerBundleCache } from './scripts/workers.ts'
 import { longestFirstSequencer } from './test/support/sequencer.ts'
 
 /**
@@ -23,6 +23,25 @@ async function testPrivateJwk(alg: 'EdDSA' | 'ML-DSA-44' | 'ML-DSA-65'): Promise
   const seed = crypto.getRandomValues(new Uint8Array(32))
   const { publicKey } = (alg === 'ML-DSA-44' ? ml_dsa44 : ml_dsa65).keygen(seed)
   return { kty: 'AKP', alg, pub: b64url(publicKey), priv: b64url(seed) }
+}
+
+/**
+ * `import js from './x.client?script'` in tests inside workerd: the browser script bundled as the
+ * workers' build bundles it (scripts/workers.ts), as a string module. The console serves its
+ * client script so; the route-ownership and OpenAPI tests load the console worker.
+ */
+const browserScriptText: Plugin = {
+  name: 'browser-script-text',
+  enforce: 'pre',
+  resolveId(id, importer) {
+    if (!id.endsWith('?script') || !importer) return null
+    return `${path.resolve(path.dirname(importer), id.slice(0, -'?script'.length))}.ts?browser-script`
+  },
+  async load(id) {
+    if (!id.endsWith('?browser-script')) return null
+    const script = await bundleBrowserScript(id.slice(0, -'?browser-script'.length))
+    return `export default ${JSON.stringify(script.text)}`
+  },
 }
 
 /**
@@ -196,6 +215,7 @@ export default defineConfig(async () => {
       projects: [
         {
           plugins: [
+            browserScriptText,
             cloudflareTest({
               miniflare: {
                 compatibilityDate: '2026-10-01',

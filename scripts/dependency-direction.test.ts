@@ -4,8 +4,8 @@
  * worker imports another worker's code (`import type` of its entrypoint or wire types is fine: it
  * is erased at build time). Test files may compose workers and read fixtures and data files.
  */
-import { readFileSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { IMPORT, importsOf, root, sourceFiles } from './source-imports'
 
@@ -47,6 +47,16 @@ describe('dependency direction between top-level folders', () => {
 
   it("no worker imports another worker's code", () => {
     expect(crossings('functions')).toEqual([])
+  })
+
+  it('each folder under functions/ is one worker: its own wrangler config, its entry inside the folder', () => {
+    // The areas above are workers only if this holds: the gateway's config is the root wrangler.toml.
+    for (const folder of readdirSync(join(root, 'functions'))) {
+      const config = folder === 'gateway' ? 'wrangler.toml' : `functions/${folder}/wrangler.toml`
+      expect(existsSync(join(root, config)), `${folder}: ${config}`).toBe(true)
+      const main = /^main\s*=\s*"([^"]+)"/m.exec(readFileSync(join(root, config), 'utf8'))?.[1] ?? ''
+      expect(area(relative(root, resolve(root, dirname(config), main))), config).toBe(`functions/${folder}`)
+    }
   })
 
   it('the rule sees a crossing when there is one', () => {

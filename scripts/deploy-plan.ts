@@ -2,11 +2,13 @@
  * The order `npm run deploy` uploads the workers in, read from their wrangler configs: a worker
  * goes after every worker it binds (a Durable Object class by `script_name`, a service by
  * `service`), because Cloudflare refuses an upload whose binding names a script that does not
- * exist yet. The bindings form one cycle today (svc-auth appends to the AuditLog hosted by
- * svc-platform; svc-platform calls svc-auth to sign the attestation), so on a fresh account
- * (`--bootstrap`) the cycle is broken by uploading one of its workers first without the bindings
- * whose targets are missing, and uploading it again, whole, once they exist. On an account where
- * every script exists, the same order is used with no partial uploads.
+ * exist yet. The bindings form two cycles today: svc-auth appends to the AuditLog hosted by
+ * svc-platform, which calls svc-auth to sign the attestation; and svc-console calls the API through
+ * svc-gateway, which is uploaded last and routes to svc-console. On a fresh account (`--bootstrap`)
+ * a cycle is broken by uploading one of its workers first without the bindings whose targets are
+ * missing, and uploading it again, whole, once they exist (a worker binding the gateway: right
+ * after the gateway). On an account where every script exists, the same order is used with no
+ * partial uploads.
  */
 import { readFileSync } from 'node:fs'
 
@@ -83,7 +85,9 @@ export function planDeploy(
   const steps: DeployStep[] = []
   const partial = new Set<string>()
   const pending = workers.filter((w) => w.name !== last).sort((a, b) => a.name.localeCompare(b.name))
-  const missing = (w: WorkerBindings) => w.targets.filter((t) => !deployed.has(t.script))
+  // The gateway comes last whatever binds it: a binding to it never holds a worker back.
+  const missing = (w: WorkerBindings) => w.targets.filter((t) => t.script !== last && !deployed.has(t.script))
+  const bindsLast = (w: WorkerBindings) => w.targets.filter((t) => t.script === last).map((t) => t.binding)
   while (pending.length > 0) {
     let index = pending.findIndex((w) => missing(w).length === 0)
     let omit: string[] = []
@@ -98,12 +102,16 @@ export function planDeploy(
       else omit = []
     }
     const [worker] = pending.splice(index, 1)
+    if (bootstrap && bindsLast(worker!).length > 0) {
+      omit = [...omit, ...bindsLast(worker!)]
+      partial.add(worker!.name)
+    }
     steps.push({ name: worker!.name, omit })
     deployed.add(worker!.name)
     // Upload a partial worker again, whole, as soon as all of its targets exist.
     for (const name of [...partial]) {
       const w = workers.find((x) => x.name === name)!
-      if (missing(w).length === 0) {
+      if (missing(w).length === 0 && bindsLast(w).length === 0) {
         steps.push({ name, omit: [] })
         partial.delete(name)
       }
@@ -111,6 +119,8 @@ export function planDeploy(
   }
   const gateway = workers.find((w) => w.name === last)
   if (gateway) steps.push({ name: gateway.name, omit: [] })
+  // Workers that bind the gateway, uploaded without that binding above: whole, now that it exists.
+  for (const name of partial) steps.push({ name, omit: [] })
   return steps
 }
 

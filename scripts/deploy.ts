@@ -6,8 +6,8 @@
  * the uploaded code. Order (scripts/deploy-plan.ts): every worker after the workers it binds, the
  * gateway last. Every digest is known before the first upload, so the order does not depend on it.
  *
- * `--bootstrap` is for a fresh account, where no worker exists yet: the one cycle in the bindings
- * is broken by uploading a worker without its bindings to missing scripts first, then again whole.
+ * `--bootstrap` is for a fresh account, where no worker exists yet: each cycle in the bindings is
+ * broken by uploading a worker without its bindings to missing scripts first, then again whole.
  * `--dry-run` builds and asks wrangler to validate each upload without publishing
  * (`wrangler deploy --dry-run`), writing wrangler's output under .data/deploy-dry-run/.
  *

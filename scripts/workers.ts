@@ -33,7 +33,7 @@ let validatorsWritten: Promise<void> | null = null
 /**
  * `import js from './x.client?script'`: the browser script `x.client.ts`, bundled on its own for
  * browsers (IIFE, minified) and imported as its text. The console serves its client scripts so
- * (functions/gateway/src/console/assets.ts); they are type-checked with tsconfig.client.json.
+ * (functions/console/src/assets.ts); they are type-checked with tsconfig.client.json.
  */
 const browserScripts = (inputs: Set<string>): Plugin => ({
   name: 'browser-scripts',
@@ -43,24 +43,29 @@ const browserScripts = (inputs: Set<string>): Plugin => ({
       namespace: 'browser-script',
     }))
     builder.onLoad({ filter: /.*/, namespace: 'browser-script' }, async (args) => {
-      const result = await build({
-        entryPoints: [args.path],
-        bundle: true,
-        write: false,
-        format: 'iife',
-        platform: 'browser',
-        target: 'es2022',
-        minify: true,
-        legalComments: 'none',
-        logLevel: 'warning',
-        metafile: true,
-      })
-      const watchFiles = Object.keys(result.metafile?.inputs ?? {})
-      for (const file of watchFiles) inputs.add(file)
-      return { contents: result.outputFiles[0]!.text, loader: 'text', watchFiles }
+      const script = await bundleBrowserScript(args.path)
+      for (const file of script.inputs) inputs.add(file)
+      return { contents: script.text, loader: 'text', watchFiles: script.inputs }
     })
   },
 })
+
+/** A browser script (`x.client.ts`) bundled for browsers: IIFE, minified; its text and its input files. */
+export async function bundleBrowserScript(file: string): Promise<{ text: string; inputs: string[] }> {
+  const result = await build({
+    entryPoints: [file],
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'browser',
+    target: 'es2022',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    metafile: true,
+  })
+  return { text: result.outputFiles[0]!.text, inputs: Object.keys(result.metafile?.inputs ?? {}) }
+}
 
 /** Bundles a worker entry for workerd (ESM, Workers conditions, node: and cloudflare: external). */
 export async function bundleWorker(

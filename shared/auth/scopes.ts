@@ -52,6 +52,7 @@ export function scopesFor(route: Pick<RouteSpec, 'family' | 'method' | 'path'>):
       return reads ? ['platform:read', 'platform:write'] : ['platform:write']
     case 'models':
     case 'auth':
+    case 'console':
       return []
   }
 }

@@ -350,7 +350,7 @@ export const oauthAuthorizationCodes = pgTable(
 )
 
 /**
- * Console sign-ins (functions/gateway/src/console/): the browser holds only an opaque secret in an
+ * Console sign-ins (functions/console/): the browser holds only an opaque secret in an
  * HttpOnly cookie; the row holds its SHA-256 and the session's access and refresh tokens sealed
  * with AES-GCM under a key derived from that secret, so the database alone opens no session.
  */

@@ -390,7 +390,7 @@ describe('upgrade links point at the deployment console (CONSOLE_URL)', () => {
         paths.add(new URL(action.url).pathname)
       }
     }
-    // The console serves each of these (functions/gateway/src/console/pages/plans.tsx).
+    // The console serves each of these (functions/console/src/pages/plans.tsx).
     for (const path of paths) {
       expect([
         '/console/billing/plans',

@@ -85,7 +85,34 @@ describe('RouteTable', () => {
       'GET /platform/v1/audit-log/keys',
       'GET /trust/conformance',
       'GET /trust/entropy',
+      // The console (sessions of its own) and the API reference page.
+      'GET /console',
+      'GET /console/*',
+      'POST /console/*',
+      'GET /docs',
+      'GET /docs/scalar.js',
     ])
+  })
+
+  it('gives the console every path below /console, and nothing beside it', () => {
+    for (const path of ['/console', '/console/overview', '/console/agent-runs/x/cancel', '/console/']) {
+      expect(table.lookup('GET', path)).toMatchObject({
+        kind: 'match',
+        match: { route: { family: 'console' } },
+      })
+    }
+    expect(table.lookup('POST', '/console/api-keys')).toMatchObject({
+      kind: 'match',
+      match: { route: { family: 'console', body: { kind: 'any' } } },
+    })
+    expect(table.lookup('DELETE', '/console/api-keys')).toMatchObject({
+      kind: 'method_not_allowed',
+      public: true,
+    })
+    expect(table.lookup('GET', '/consoles').kind).toBe('not_found')
+    expect(table.lookup('GET', '/docs/other.js').kind).toBe('not_found')
+    // A parameter pattern still wins over nothing, and an exact path over a prefix.
+    expect(table.lookup('GET', '/svc/agents/runs/r1')).toMatchObject({ match: { route: { family: 'code' } } })
   })
 
   it('gives every credential route the token audiences of its family', () => {

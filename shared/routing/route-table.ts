@@ -16,6 +16,7 @@ export const FAMILIES = [
   'auth',
   'telemetry',
   'platform',
+  'console',
 ] as const
 export type Family = (typeof FAMILIES)[number]
 
@@ -30,6 +31,7 @@ export const FAMILY_BINDING = {
   auth: 'AUTH',
   telemetry: 'TELEMETRY',
   platform: 'PLATFORM',
+  console: 'CONSOLE',
 } as const satisfies Record<Family, string>
 
 /**
@@ -43,7 +45,8 @@ export const FAMILY_BINDING = {
  * - /otlp/**: `internal-service` only (spec: "a service JWT whose audience is internal-service"),
  *   set on those routes (`audiences`); the telemetry family's /platform/v1/telemetry reads take
  *   the platform audiences.
- * Families with public routes only (models, auth) accept no token.
+ * Families with public routes only (models, auth, console) accept no token: the console has
+ * sessions of its own, and calls the API through the gateway with the session's token.
  */
 export const FAMILY_TOKEN_AUDIENCES: Readonly<Record<Family, readonly Audience[]>> = {
   models: [],
@@ -55,6 +58,7 @@ export const FAMILY_TOKEN_AUDIENCES: Readonly<Record<Family, readonly Audience[]
   auth: [],
   telemetry: ['platform', 'internal-service'],
   platform: ['platform', 'internal-service'],
+  console: [],
 }
 
 /** The access-token audiences a route accepts: its own when it names them, else its family's. */
@@ -68,7 +72,10 @@ export type BodyKind = 'json' | 'form' | 'multipart' | 'otlp' | 'any'
 
 export interface RouteSpec {
   method: HttpMethod
-  /** Hono-style pattern: `/svc/agents/runs/:runId`. */
+  /**
+   * Hono-style pattern: `/svc/agents/runs/:runId`. A pattern ending in `/*` covers every path below
+   * its prefix (the console's pages: the console worker answers each, and its own 404).
+   */
   path: string
   family: Family
   /** `public`: no credential; `credential`: API key or access token required. */
@@ -97,6 +104,8 @@ export const BODY_LIMITS = {
   otlp: 8 * MiB,
   mcp: 1 * MiB,
   job: 512 * KiB,
+  /** A console form: a document upload is up to 1 MiB of text, URL-encoded (the console checks each form's own limit). */
+  consoleForm: 4 * MiB,
 } as const
 
 const json = (maxBytes: number) => ({ kind: 'json' as const, maxBytes })
@@ -439,6 +448,20 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'GET', path: '/platform/v1/agent-runs', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/agent-runs/:runId', family: 'platform', access: 'credential' },
   { method: 'POST', path: '/platform/v1/agent-runs/:runId/cancel', family: 'platform', access: 'credential' },
+
+  // The workspace console (sessions of its own, functions/console) and the API reference page. Its
+  // forms are read by the console itself, which answers a wrong type or size with an error page.
+  { method: 'GET', path: '/console', family: 'console', access: 'public' },
+  { method: 'GET', path: '/console/*', family: 'console', access: 'public' },
+  {
+    method: 'POST',
+    path: '/console/*',
+    family: 'console',
+    access: 'public',
+    body: { kind: 'any', maxBytes: BODY_LIMITS.consoleForm },
+  },
+  { method: 'GET', path: '/docs', family: 'console', access: 'public' },
+  { method: 'GET', path: '/docs/scalar.js', family: 'console', access: 'public' },
 ]
 
 export interface RouteMatch {
@@ -450,6 +473,8 @@ interface CompiledPath {
   regex: RegExp
   names: string[]
   routes: Map<HttpMethod, RouteSpec>
+  /** A `/*` pattern: matched after every other pattern. */
+  below: boolean
 }
 
 function compile(routes: readonly RouteSpec[]): {
@@ -461,11 +486,14 @@ function compile(routes: readonly RouteSpec[]): {
     let entry = byPath.get(route.path)
     if (!entry) {
       const names: string[] = []
-      const source = route.path.replace(/[.]/g, '\\.').replace(/:([A-Za-z]+)/g, (_, name: string) => {
-        names.push(name)
-        return '([^/]+)'
-      })
-      entry = { regex: new RegExp(`^${source}$`), names, routes: new Map() }
+      const below = route.path.endsWith('/*')
+      const source = (below ? route.path.slice(0, -2) : route.path)
+        .replace(/[.]/g, '\\.')
+        .replace(/:([A-Za-z]+)/g, (_, name: string) => {
+          names.push(name)
+          return '([^/]+)'
+        })
+      entry = { regex: new RegExp(`^${source}${below ? '/.+' : ''}$`), names, routes: new Map(), below }
       byPath.set(route.path, entry)
     }
     if (entry.routes.has(route.method)) throw new Error(`duplicate route ${route.method} ${route.path}`)
@@ -474,9 +502,10 @@ function compile(routes: readonly RouteSpec[]): {
   const exact = new Map<string, CompiledPath>()
   const patterns: CompiledPath[] = []
   for (const [path, entry] of byPath) {
-    if (entry.names.length === 0) exact.set(path, entry)
+    if (entry.names.length === 0 && !entry.below) exact.set(path, entry)
     else patterns.push(entry)
   }
+  patterns.sort((a, b) => Number(a.below) - Number(b.below))
   return { exact, patterns }
 }
 

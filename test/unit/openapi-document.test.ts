@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import AuthWorker from '../../functions/auth/src/index'
 import ChatWorker from '../../functions/chat/src/index'
 import CodeWorker from '../../functions/code/src/index'
+import ConsoleWorker from '../../functions/console/src/index'
 import { composeOpenApi } from '../../functions/gateway/src/openapi-document'
 import KnowledgeWorker from '../../functions/knowledge/src/index'
 import McpWorker from '../../functions/mcp/src/index'
@@ -41,6 +42,7 @@ const WORKERS: Record<Family, FamilyWorkerClass<never>> = {
   auth: AuthWorker,
   telemetry: TelemetryWorker,
   platform: PlatformWorker,
+  console: ConsoleWorker,
 }
 
 type Schema = Record<string, unknown> & { $ref?: string; anyOf?: Schema[] }

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import AuthWorker from '../../functions/auth/src/index'
 import ChatWorker from '../../functions/chat/src/index'
 import CodeWorker from '../../functions/code/src/index'
+import ConsoleWorker from '../../functions/console/src/index'
 import KnowledgeWorker from '../../functions/knowledge/src/index'
 import McpWorker from '../../functions/mcp/src/index'
 import ModelsWorker from '../../functions/models/src/index'
@@ -31,6 +32,7 @@ const WORKERS: Record<Family, FamilyWorkerClass<never>> = {
   auth: AuthWorker,
   telemetry: TelemetryWorker,
   platform: PlatformWorker,
+  console: ConsoleWorker,
 }
 
 const noBindings = env as never

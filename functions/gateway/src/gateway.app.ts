@@ -25,14 +25,12 @@ import type { Identity, RequestContext } from '../../../shared/worker/request-co
 import { invalidatePrincipal } from './access-token-auth'
 import { invalidateApiKey } from './api-key-auth'
 import { authenticate } from './authenticate'
-import { createConsoleApp } from './console/console.app'
-import { registerConsolePages } from './console/console-pages'
 import { allowedOrigin, applyCors, corsHeaders, preflight } from './cors'
 import { enforceCryptoPolicy } from './crypto-enforcement'
 import { type GatewayApp, type GatewayEnv, gatewaySettings } from './gateway.context'
 import { healthRoutes } from './health'
 import { invalidateObservabilityToken } from './observability-token-auth'
-import { docsRoutes } from './openapi'
+import { openApiRoutes } from './openapi'
 import { publicOrigin } from './public-origin'
 import { requestIdFor } from './request-id'
 import { invalidateTenantPolicy } from './tenant-policies'
@@ -284,12 +282,7 @@ gatewayApp.onError((err, c) => {
 })
 
 gatewayApp.route('/', healthRoutes)
-gatewayApp.route('/', docsRoutes)
-// The workspace console: pages that call this same app, as a client, with a session's token.
-gatewayApp.route(
-  '/console',
-  createConsoleApp(async (request, env, ctx) => gatewayApp.fetch(request, env, ctx), registerConsolePages),
-)
+gatewayApp.route('/', openApiRoutes)
 
 gatewayApp.all('*', async (c) => {
   const request = c.req.raw

@@ -19,6 +19,8 @@ export interface GatewayEnv extends DatabaseEnv {
   AUTH: Service<AuthWorker>
   TELEMETRY: FamilyBinding
   PLATFORM: FamilyBinding
+  /** The workspace console (/console) and the API reference page (/docs). */
+  CONSOLE: FamilyBinding
   /** The tenants' audit logs (hosted by svc-platform): enforcement decisions are appended first. */
   AUDIT_LOG?: AuditLogNamespace
   /** How long a verified API key (or token principal) stays cached in an isolate (seconds, default 30). */
@@ -41,10 +43,6 @@ export interface GatewayEnv extends DatabaseEnv {
   PUBLIC_BASE_URL?: string
   /** Comma-separated browser origins allowed by CORS (default `*`). */
   CORS_ALLOWED_ORIGINS?: string
-  /** Console sign-ins end this long after they began (seconds, default 28800 = 8 h). */
-  CONSOLE_SESSION_TTL_SECONDS?: string
-  /** ... or after this long without a request (seconds, default 1800). */
-  CONSOLE_SESSION_IDLE_SECONDS?: string
 }
 
 /** The gateway's configuration (README's table): one schema, parsed once per isolate. */

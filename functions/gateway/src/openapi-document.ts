@@ -40,12 +40,6 @@ function gatewayPart(): OpenApiPart {
       summary: 'This document (public)',
       ok: 'OpenAPI 3.1',
     },
-    {
-      path: '/docs',
-      operationId: 'getApiReference',
-      summary: 'Human-readable API reference (public)',
-      ok: 'HTML',
-    },
   ]
   for (const op of operations) {
     described.openAPIRegistry.registerPath(

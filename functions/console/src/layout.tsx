@@ -4,18 +4,10 @@
  * form that changes something carries the session's CSRF token.
  */
 import type { Child, FC, PropsWithChildren } from 'hono/jsx'
+import type { Workspace } from './api-types'
 import { NAV } from './navigation'
 
 export type ConsoleMode = 'live' | 'test'
-
-export interface Workspace {
-  id: string
-  name: string
-  plan: { id: string; name: string }
-  role: 'owner' | 'admin' | 'member'
-  principal: string
-  user: { id: string; email: string; display_name: string | null } | null
-}
 
 export interface PageFrame {
   title: string

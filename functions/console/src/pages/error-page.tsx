@@ -1,7 +1,7 @@
 /** A console error as a page: what went wrong, the request id to quote, and a way back. */
-import type { AppError } from '../../../../../shared/http/errors'
+import type { AppError } from '../../../../shared/http/errors'
 import { assetUrls } from '../assets'
-import type { ConsoleContext } from '../console.app'
+import type { ConsoleContext } from '../console.context'
 import { Document, Notice } from '../layout'
 
 export async function errorPage(c: ConsoleContext, error: AppError) {

@@ -1,7 +1,6 @@
-/** Every console page, in navigation order (the frame's NAV in layout.tsx lists them). */
+/** Every console page, in navigation order (the frame's NAV in navigation.ts lists them). */
 import type { Hono } from 'hono'
-import type { ConsoleApp } from './console.app'
-import type { Dispatch } from './console-api'
+import type { ConsoleApp } from './console.context'
 import { agentRunPages } from './pages/agent-runs'
 import { apiKeyPages } from './pages/api-keys'
 import { auditLogPages } from './pages/audit-log'
@@ -15,8 +14,8 @@ import { signInPages } from './pages/sign-in'
 import { telemetryPages } from './pages/telemetry'
 import { usagePages } from './pages/usage'
 
-export function registerConsolePages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
-  signInPages(app, dispatch)
+export function registerConsolePages(app: Hono<ConsoleApp>): void {
+  signInPages(app)
   overviewPages(app)
   apiKeyPages(app)
   usagePages(app)

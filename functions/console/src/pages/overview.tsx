@@ -3,10 +3,11 @@
  * mode's keys and the last two weeks of tokens in that mode.
  */
 import type { Hono } from 'hono'
+import type { ApiKeyList, Billing, UsageReport } from '../api-types'
 import { BarChart, lastDays, toSeries } from '../charts'
-import { type ConsoleApp, frameOf, html } from '../console.app'
+import type { ConsoleApp } from '../console.context'
 import { Frame, formatCents, formatDate, formatNumber, Notice } from '../layout'
-import type { Billing, UsageReport } from './billing-types'
+import { frameOf, html } from '../page'
 
 export function overviewPages(app: Hono<ConsoleApp>): void {
   app.get('/overview', async (c) => {
@@ -15,7 +16,7 @@ export function overviewPages(app: Hono<ConsoleApp>): void {
     const [billing, usage, keys] = await Promise.all([
       api.get<Billing>('/platform/v1/billing'),
       api.get<UsageReport>(`/platform/v1/usage?days=14&mode=${mode}`),
-      api.get<{ data: { status: string }[] }>(`/platform/v1/api-keys?mode=${mode}&include_inactive=false`),
+      api.get<ApiKeyList>(`/platform/v1/api-keys?mode=${mode}&include_inactive=false`),
     ])
     const days = lastDays(14)
     const frame = await frameOf(c, 'Overview', 'overview')

@@ -16,11 +16,11 @@
  * Sec-Fetch-Site); the sign-in form, before any session, uses a double-submit cookie.
  */
 import { and, eq, gt, isNull, lt } from 'drizzle-orm'
-import { base62, hashApiKey } from '../../../../shared/auth/api-keys'
-import { base64urlDecode, base64urlEncode, constantTimeEqual, utf8 } from '../../../../shared/crypto/encoding'
-import type { Drizzle } from '../../../../shared/db/client'
-import { consoleSessions } from '../../../../shared/db/schema'
-import { AppError } from '../../../../shared/http/errors'
+import { base62, hashApiKey } from '../../../shared/auth/api-keys'
+import { base64urlDecode, base64urlEncode, constantTimeEqual, utf8 } from '../../../shared/crypto/encoding'
+import type { Drizzle } from '../../../shared/db/client'
+import { consoleSessions } from '../../../shared/db/schema'
+import { AppError } from '../../../shared/http/errors'
 
 export const SESSION_COOKIE = '__Host-svc_console'
 export const SIGN_IN_CSRF_COOKIE = '__Host-svc_console_csrf'

@@ -6,13 +6,14 @@
  * HttpOnly cookie and its HMAC in the form.
  */
 import type { Hono } from 'hono'
-import { base62 } from '../../../../../shared/auth/api-keys'
-import { AppError } from '../../../../../shared/http/errors'
+import { base62 } from '../../../../shared/auth/api-keys'
+import { AppError } from '../../../../shared/http/errors'
+import type { Workspace } from '../api-types'
 import { assetUrls } from '../assets'
 import { Field } from '../components'
-import { type ConsoleApp, type ConsoleContext, tokensFrom, withDatabase } from '../console.app'
-import { type Dispatch, jsonRequest } from '../console-api'
-import { Document, Notice, type Workspace } from '../layout'
+import type { ConsoleApp, ConsoleContext } from '../console.context'
+import { jsonRequest } from '../console-api'
+import { Document, Notice } from '../layout'
 import {
   checkSameOrigin,
   cookieValue,
@@ -24,6 +25,7 @@ import {
   sessionSettings,
   signInCsrfCookie,
 } from '../session'
+import { gatewayOf, tokensFrom, withDatabase } from '../session-api'
 
 const CSRF_SHAPE = /^[0-9A-Za-z]{43}$/
 
@@ -101,7 +103,7 @@ async function render(c: ConsoleContext, state: FormState, status = 200) {
   return c.html(`<!doctype html>${String(page)}`, status as 200)
 }
 
-export function signInPages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
+export function signInPages(app: Hono<ConsoleApp>): void {
   app.get('/sign-in', (c) =>
     render(c, {
       next: safeNext(c.req.query('next')),
@@ -125,14 +127,13 @@ export function signInPages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
     const forwarded: Record<string, string> = {}
     const address = c.req.header('cf-connecting-ip') ?? c.req.header('x-forwarded-for')
     if (address) forwarded['cf-connecting-ip'] = address.split(',')[0]!.trim()
+    const dispatch = gatewayOf(c)
     const login = await dispatch(
       jsonRequest(
         `${c.get('baseUrl')}/auth/login`,
         { email, password: form.get('password') ?? '', ...(tenantId ? { tenant_id: tenantId } : {}) },
         forwarded,
       ),
-      c.env,
-      c.executionCtx as ExecutionContext,
     )
     if (!login.ok) {
       const error = (
@@ -156,8 +157,6 @@ export function signInPages(app: Hono<ConsoleApp>, dispatch: Dispatch): void {
       new Request(`${c.get('baseUrl')}/platform/v1/workspace`, {
         headers: { authorization: `Bearer ${tokens.accessToken}` },
       }),
-      c.env,
-      c.executionCtx as ExecutionContext,
     )
     if (!who.ok)
       throw new AppError(

@@ -5,15 +5,15 @@
  * open ingestion (owners and admins: create with the token shown once, rotate, revoke). A client
  * of /platform/v1/telemetry/* and /platform/v1/observability-tokens.
  */
-import type { z } from '@hono/zod-openapi'
 import type { Hono } from 'hono'
+import type { Child } from 'hono/jsx'
 import type {
-  IngestionListSchema,
-  ObservabilityTokenListSchema,
-  ObservabilityTokenWithSecretSchema,
-  RecentTelemetrySchema,
-  TelemetryStatusSchema,
-} from '../../../../telemetry/src/telemetry.schemas'
+  IngestionList,
+  ObservabilityTokenList,
+  ObservabilityTokenWithSecret,
+  RecentTelemetry,
+  TelemetryStatus,
+} from '../api-types'
 import {
   Actions,
   ApiRefusal,
@@ -25,14 +25,9 @@ import {
   PostAction,
   SecretOnce,
 } from '../components'
-import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
+import type { ConsoleApp, ConsoleContext } from '../console.context'
 import { CsrfField, Frame, formatDate, formatNumber } from '../layout'
-
-type TelemetryStatus = z.infer<typeof TelemetryStatusSchema>
-type IngestionList = z.infer<typeof IngestionListSchema>
-type RecentTelemetry = z.infer<typeof RecentTelemetrySchema>
-type TokenList = z.infer<typeof ObservabilityTokenListSchema>
-type TokenWithSecret = z.infer<typeof ObservabilityTokenWithSecretSchema>
+import { formString, frameOf, html, isAdmin } from '../page'
 
 const TOKENS = '/platform/v1/observability-tokens'
 /** Exports per signal asked for, and items shown per table. */
@@ -164,6 +159,191 @@ interface PageState {
   nameError?: { message: string; value: string }
 }
 
+function ReceiverCards({ status }: { status: TelemetryStatus }) {
+  const { collector, recent } = status
+  return (
+    <div class="cards">
+      <div class="card">
+        <h2>Collector</h2>
+        <p class="big" data-collector-state>
+          {!collector.configured ? 'not configured' : collector.reachable ? 'reachable' : 'unreachable'}
+        </p>
+        <p class="muted">
+          {collector.endpoint ?? ''}
+          {collector.probe_ms === null ? '' : ` · probe ${collector.probe_ms} ms`}
+          {collector.detail ? ` · ${collector.detail}` : ''}
+        </p>
+      </div>
+      <div class="card">
+        <h2>Last {Math.round(recent.window_seconds / 60)} min</h2>
+        <p class="big">
+          {formatNumber(recent.requests)} export
+          {recent.requests === 1 ? '' : 's'}
+        </p>
+        <p class="muted">
+          error rate {(recent.error_rate * 100).toFixed(1)}% · {formatNumber(recent.refused)} refused ·{' '}
+          {formatNumber(recent.collector_failed)} not taken by the collector
+        </p>
+      </div>
+    </div>
+  )
+}
+
+/** The observability tokens with rotate and revoke, and the form that makes one. */
+function ObservabilityTokens({
+  tokens,
+  csrf,
+  nameError,
+}: {
+  tokens: ObservabilityTokenList
+  csrf: string
+  nameError: PageState['nameError']
+}) {
+  return (
+    <>
+      <DataTable
+        label="Observability tokens"
+        columns={['Name', 'Token', 'Status', 'Created', 'Last used', 'Actions']}
+        rows={tokens.data}
+        empty="No observability tokens yet."
+        row={(t) => (
+          <tr data-token-id={t.id}>
+            <td>{t.name}</td>
+            <td class="nowrap">
+              <code>svc_ot_…{t.suffix}</code>
+            </td>
+            <td>
+              <span class={`badge ${t.revoked_at ? 'revoked' : 'active'}`}>
+                {t.revoked_at ? 'revoked' : 'active'}
+              </span>
+              {t.rotated_at ? <span class="hint">rotated {formatDate(t.rotated_at)}</span> : null}
+            </td>
+            <td class="nowrap">{formatDate(t.created_at)}</td>
+            <td class="nowrap">{formatDate(t.last_used_at)}</td>
+            <td>
+              {t.revoked_at ? (
+                '—'
+              ) : (
+                <Actions>
+                  <PostAction
+                    action={`/console/telemetry/tokens/${t.id}/rotate`}
+                    csrf={csrf}
+                    label="Rotate"
+                    name={`Rotate ${t.name}`}
+                    confirm={`Rotate “${t.name}”? The current token stops working at once.`}
+                  />
+                  <PostAction
+                    action={`/console/telemetry/tokens/${t.id}/revoke`}
+                    csrf={csrf}
+                    label="Revoke"
+                    name={`Revoke ${t.name}`}
+                    kind="danger"
+                    confirm={`Revoke “${t.name}”? Exports with it are refused from now on.`}
+                  />
+                </Actions>
+              )}
+            </td>
+          </tr>
+        )}
+      />
+      <form method="post" action="/console/telemetry/tokens" class="panel" aria-labelledby="token-new-h">
+        <h3 id="token-new-h">Create an observability token</h3>
+        <CsrfField csrf={csrf} />
+        <Field
+          id="token-name"
+          label="Token name"
+          hint="Where it is used, e.g. production collector"
+          error={nameError?.message}
+        >
+          <input
+            id="token-name"
+            name="name"
+            type="text"
+            required
+            maxlength={120}
+            value={nameError?.value ?? ''}
+            {...invalid('token-name', nameError?.message)}
+          />
+        </Field>
+        <button type="submit">Create token</button>
+      </form>
+    </>
+  )
+}
+
+/** Totals per signal and the newest ingestions; `sender` names who sent each. */
+function Ingestions({
+  ingestions,
+  sender,
+}: {
+  ingestions: IngestionList
+  sender: (principal: string) => Child
+}) {
+  return (
+    <>
+      <h2>Totals per signal</h2>
+      <DataTable
+        label="Totals per signal"
+        columns={[
+          'Signal',
+          { label: 'Exports', num: true },
+          { label: 'Forwarded', num: true },
+          { label: 'Failed', num: true },
+          { label: 'Items', num: true },
+          { label: 'Bytes', num: true },
+          'Last',
+        ]}
+        rows={ingestions.totals}
+        empty="Nothing ingested yet."
+        row={(t) => (
+          <tr>
+            <td>{t.signal}</td>
+            <td class="num">{formatNumber(t.requests)}</td>
+            <td class="num">{formatNumber(t.forwarded_requests)}</td>
+            <td class="num">{formatNumber(t.failed_requests)}</td>
+            <td class="num">{formatNumber(t.items)}</td>
+            <td class="num">{formatNumber(t.received_bytes)}</td>
+            <td class="nowrap">{formatDate(t.last_ingested_at)}</td>
+          </tr>
+        )}
+      />
+      <h2>Newest ingestions</h2>
+      <DataTable
+        label="Newest ingestions"
+        columns={[
+          'Time',
+          'Request id',
+          'Signal',
+          'Outcome',
+          { label: 'Items', num: true },
+          { label: 'Latency', num: true },
+          'Sent by',
+        ]}
+        rows={ingestions.data}
+        empty="Nothing ingested yet."
+        row={(i) => (
+          <tr>
+            <td class="nowrap">{formatDate(i.created_at)}</td>
+            <td>
+              <code>{i.request_id}</code>
+            </td>
+            <td>{i.signal}</td>
+            <td>
+              {i.outcome} ({i.status}){i.error_code ? <span class="hint">{i.error_code}</span> : null}
+            </td>
+            <td class="num">
+              {formatNumber(i.items)}
+              {i.rejected_items ? ` (${i.rejected_items} rejected)` : ''}
+            </td>
+            <td class="num">{i.duration_ms} ms</td>
+            <td>{sender(i.principal)}</td>
+          </tr>
+        )}
+      />
+    </>
+  )
+}
+
 async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
   const api = c.get('api')
   const admin = isAdmin(c)
@@ -171,7 +351,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
     api.get<TelemetryStatus>('/platform/v1/telemetry/status'),
     api.get<RecentTelemetry>(`/platform/v1/telemetry/recent?limit=${RECENT_EXPORTS}`),
     api.get<IngestionList>('/platform/v1/telemetry/ingestions?limit=50'),
-    admin ? api.get<TokenList>(TOKENS) : Promise.resolve(null),
+    admin ? api.get<ObservabilityTokenList>(TOKENS) : Promise.resolve(null),
   ])
   const frame = await frameOf(c, 'Telemetry', 'telemetry')
   const tokenNames = new Map((tokens?.ok ? tokens.body.data : []).map((t) => [t.id, t.name]))
@@ -198,185 +378,20 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
         </SecretOnce>
       ) : null}
       <FlashNotice flash={state.flash} />
-
       <ApiRefusal result={receiver} what="Receiver status" />
-      {receiver.ok ? (
-        <div class="cards">
-          <div class="card">
-            <h2>Collector</h2>
-            <p class="big" data-collector-state>
-              {!receiver.body.collector.configured
-                ? 'not configured'
-                : receiver.body.collector.reachable
-                  ? 'reachable'
-                  : 'unreachable'}
-            </p>
-            <p class="muted">
-              {receiver.body.collector.endpoint ?? ''}
-              {receiver.body.collector.probe_ms === null
-                ? ''
-                : ` · probe ${receiver.body.collector.probe_ms} ms`}
-              {receiver.body.collector.detail ? ` · ${receiver.body.collector.detail}` : ''}
-            </p>
-          </div>
-          <div class="card">
-            <h2>Last {Math.round(receiver.body.recent.window_seconds / 60)} min</h2>
-            <p class="big">
-              {formatNumber(receiver.body.recent.requests)} export
-              {receiver.body.recent.requests === 1 ? '' : 's'}
-            </p>
-            <p class="muted">
-              error rate {(receiver.body.recent.error_rate * 100).toFixed(1)}% ·{' '}
-              {formatNumber(receiver.body.recent.refused)} refused ·{' '}
-              {formatNumber(receiver.body.recent.collector_failed)} not taken by the collector
-            </p>
-          </div>
-        </div>
-      ) : null}
-
+      {receiver.ok ? <ReceiverCards status={receiver.body} /> : null}
       <ApiRefusal result={recent} what="Recent telemetry" />
       {recent.ok ? <ReceivedLately recent={recent.body} /> : null}
-
       <h2 id="tokens-h">Observability tokens</h2>
       {!admin ? (
         <p class="muted">Only workspace owners and admins see and manage observability tokens.</p>
       ) : null}
       {tokens ? <ApiRefusal result={tokens} what="Observability tokens" /> : null}
       {tokens?.ok ? (
-        <DataTable
-          label="Observability tokens"
-          columns={['Name', 'Token', 'Status', 'Created', 'Last used', 'Actions']}
-          rows={tokens.body.data}
-          empty="No observability tokens yet."
-          row={(t) => (
-            <tr data-token-id={t.id}>
-              <td>{t.name}</td>
-              <td class="nowrap">
-                <code>svc_ot_…{t.suffix}</code>
-              </td>
-              <td>
-                <span class={`badge ${t.revoked_at ? 'revoked' : 'active'}`}>
-                  {t.revoked_at ? 'revoked' : 'active'}
-                </span>
-                {t.rotated_at ? <span class="hint">rotated {formatDate(t.rotated_at)}</span> : null}
-              </td>
-              <td class="nowrap">{formatDate(t.created_at)}</td>
-              <td class="nowrap">{formatDate(t.last_used_at)}</td>
-              <td>
-                {t.revoked_at ? (
-                  '—'
-                ) : (
-                  <Actions>
-                    <PostAction
-                      action={`/console/telemetry/tokens/${t.id}/rotate`}
-                      csrf={frame.csrf}
-                      label="Rotate"
-                      name={`Rotate ${t.name}`}
-                      confirm={`Rotate “${t.name}”? The current token stops working at once.`}
-                    />
-                    <PostAction
-                      action={`/console/telemetry/tokens/${t.id}/revoke`}
-                      csrf={frame.csrf}
-                      label="Revoke"
-                      name={`Revoke ${t.name}`}
-                      kind="danger"
-                      confirm={`Revoke “${t.name}”? Exports with it are refused from now on.`}
-                    />
-                  </Actions>
-                )}
-              </td>
-            </tr>
-          )}
-        />
+        <ObservabilityTokens tokens={tokens.body} csrf={frame.csrf} nameError={state.nameError} />
       ) : null}
-      {tokens?.ok ? (
-        <form method="post" action="/console/telemetry/tokens" class="panel" aria-labelledby="token-new-h">
-          <h3 id="token-new-h">Create an observability token</h3>
-          <CsrfField csrf={frame.csrf} />
-          <Field
-            id="token-name"
-            label="Token name"
-            hint="Where it is used, e.g. production collector"
-            error={state.nameError?.message}
-          >
-            <input
-              id="token-name"
-              name="name"
-              type="text"
-              required
-              maxlength={120}
-              value={state.nameError?.value ?? ''}
-              {...invalid('token-name', state.nameError?.message)}
-            />
-          </Field>
-          <button type="submit">Create token</button>
-        </form>
-      ) : null}
-
       <ApiRefusal result={ingestions} what="Ingestions" />
-      {ingestions.ok ? (
-        <>
-          <h2>Totals per signal</h2>
-          <DataTable
-            label="Totals per signal"
-            columns={[
-              'Signal',
-              { label: 'Exports', num: true },
-              { label: 'Forwarded', num: true },
-              { label: 'Failed', num: true },
-              { label: 'Items', num: true },
-              { label: 'Bytes', num: true },
-              'Last',
-            ]}
-            rows={ingestions.body.totals}
-            empty="Nothing ingested yet."
-            row={(t) => (
-              <tr>
-                <td>{t.signal}</td>
-                <td class="num">{formatNumber(t.requests)}</td>
-                <td class="num">{formatNumber(t.forwarded_requests)}</td>
-                <td class="num">{formatNumber(t.failed_requests)}</td>
-                <td class="num">{formatNumber(t.items)}</td>
-                <td class="num">{formatNumber(t.received_bytes)}</td>
-                <td class="nowrap">{formatDate(t.last_ingested_at)}</td>
-              </tr>
-            )}
-          />
-          <h2>Newest ingestions</h2>
-          <DataTable
-            label="Newest ingestions"
-            columns={[
-              'Time',
-              'Request id',
-              'Signal',
-              'Outcome',
-              { label: 'Items', num: true },
-              { label: 'Latency', num: true },
-              'Sent by',
-            ]}
-            rows={ingestions.body.data}
-            empty="Nothing ingested yet."
-            row={(i) => (
-              <tr>
-                <td class="nowrap">{formatDate(i.created_at)}</td>
-                <td>
-                  <code>{i.request_id}</code>
-                </td>
-                <td>{i.signal}</td>
-                <td>
-                  {i.outcome} ({i.status}){i.error_code ? <span class="hint">{i.error_code}</span> : null}
-                </td>
-                <td class="num">
-                  {formatNumber(i.items)}
-                  {i.rejected_items ? ` (${i.rejected_items} rejected)` : ''}
-                </td>
-                <td class="num">{i.duration_ms} ms</td>
-                <td>{sender(i.principal)}</td>
-              </tr>
-            )}
-          />
-        </>
-      ) : null}
+      {ingestions.ok ? <Ingestions ingestions={ingestions.body} sender={sender} /> : null}
     </Frame>,
     status,
   )
@@ -390,7 +405,7 @@ export function telemetryPages(app: Hono<ConsoleApp>): void {
 
   app.post('/telemetry/tokens', async (c) => {
     const name = formString(c, 'name')
-    const made = await c.get('api').send<TokenWithSecret>('POST', TOKENS, { name })
+    const made = await c.get('api').send<ObservabilityTokenWithSecret>('POST', TOKENS, { name })
     if (!made.ok) {
       return render(
         c,
@@ -406,7 +421,7 @@ export function telemetryPages(app: Hono<ConsoleApp>): void {
   app.post('/telemetry/tokens/:id/rotate', async (c) => {
     const rotated = await c
       .get('api')
-      .send<TokenWithSecret>('POST', `${TOKENS}/${encodeURIComponent(c.req.param('id'))}/rotate`)
+      .send<ObservabilityTokenWithSecret>('POST', `${TOKENS}/${encodeURIComponent(c.req.param('id'))}/rotate`)
     if (!rotated.ok)
       return render(c, { flash: { kind: 'error', text: rotated.error.message } }, rotated.status)
     return render(c, {
@@ -421,7 +436,10 @@ export function telemetryPages(app: Hono<ConsoleApp>): void {
   app.post('/telemetry/tokens/:id/revoke', async (c) => {
     const revoked = await c
       .get('api')
-      .send<TokenList['data'][number]>('DELETE', `${TOKENS}/${encodeURIComponent(c.req.param('id'))}`)
+      .send<ObservabilityTokenList['data'][number]>(
+        'DELETE',
+        `${TOKENS}/${encodeURIComponent(c.req.param('id'))}`,
+      )
     if (!revoked.ok)
       return render(c, { flash: { kind: 'error', text: revoked.error.message } }, revoked.status)
     return c.redirect(

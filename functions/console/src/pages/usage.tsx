@@ -4,11 +4,12 @@
  * tokens, credits).
  */
 import type { Hono } from 'hono'
+import type { ApiKey, ApiKeyList, UsageReport, UsageRequests } from '../api-types'
 import { BarChart, lastDays, TotalsChart, toSeries } from '../charts'
 import { DataTable } from '../components'
-import { type ConsoleApp, frameOf, html } from '../console.app'
+import type { ConsoleApp } from '../console.context'
 import { Frame, formatCents, formatDate, formatLatency, formatNumber, Notice } from '../layout'
-import type { UsageReport, UsageRequests } from './billing-types'
+import { frameOf, html } from '../page'
 
 const PERIODS = [7, 14, 30, 90] as const
 const OUTCOMES = ['failed', 'succeeded'] as const
@@ -31,6 +32,51 @@ function RequestStatus({ status }: { status: number | null }) {
   )
 }
 
+/** The period, API key and outcome the page shows, as a GET form. */
+function UsageFilters(props: { days: number; keyId: string; outcome: string; mode: string; keys: ApiKey[] }) {
+  const { days, keyId, outcome, mode, keys } = props
+  return (
+    <form method="get" action="/console/usage" class="filters" aria-label="Filter usage">
+      <div class="field">
+        <label for="days">Period</label>
+        <select id="days" name="days">
+          {PERIODS.map((p) => (
+            <option value={String(p)} selected={p === days}>
+              last {p} days
+            </option>
+          ))}
+        </select>
+      </div>
+      <div class="field">
+        <label for="key_id">API key</label>
+        <select id="key_id" name="key_id">
+          <option value="">all {mode} keys</option>
+          {keys.map((k) => (
+            <option value={k.id} selected={k.id === keyId}>
+              {k.name} ({k.redacted_value})
+            </option>
+          ))}
+        </select>
+      </div>
+      <div class="field">
+        <label for="outcome">Request log</label>
+        <select id="outcome" name="outcome">
+          <option value="">all requests</option>
+          <option value="failed" selected={outcome === 'failed'}>
+            failed only (status 400 and above)
+          </option>
+          <option value="succeeded" selected={outcome === 'succeeded'}>
+            succeeded only
+          </option>
+        </select>
+      </div>
+      <button type="submit" class="secondary">
+        Apply
+      </button>
+    </form>
+  )
+}
+
 export function usagePages(app: Hono<ConsoleApp>): void {
   app.get('/usage', async (c) => {
     const api = c.get('api')
@@ -46,9 +92,7 @@ export function usagePages(app: Hono<ConsoleApp>): void {
       api.get<UsageRequests>(
         `/platform/v1/usage/requests?limit=50&${logFilter}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       ),
-      api.get<{ data: { id: string; name: string; redacted_value: string }[] }>(
-        `/platform/v1/api-keys?mode=${mode}`,
-      ),
+      api.get<ApiKeyList>(`/platform/v1/api-keys?mode=${mode}`),
     ])
     const axis = lastDays(days)
     const rows = usage.ok ? usage.body.data : []
@@ -77,44 +121,13 @@ export function usagePages(app: Hono<ConsoleApp>): void {
         <p class="lead">
           What the <strong>{mode}</strong> keys used, from the usage ledger (one row per metered request).
         </p>
-        <form method="get" action="/console/usage" class="filters" aria-label="Filter usage">
-          <div class="field">
-            <label for="days">Period</label>
-            <select id="days" name="days">
-              {PERIODS.map((p) => (
-                <option value={String(p)} selected={p === days}>
-                  last {p} days
-                </option>
-              ))}
-            </select>
-          </div>
-          <div class="field">
-            <label for="key_id">API key</label>
-            <select id="key_id" name="key_id">
-              <option value="">all {mode} keys</option>
-              {(keys.ok ? keys.body.data : []).map((k) => (
-                <option value={k.id} selected={k.id === keyId}>
-                  {k.name} ({k.redacted_value})
-                </option>
-              ))}
-            </select>
-          </div>
-          <div class="field">
-            <label for="outcome">Request log</label>
-            <select id="outcome" name="outcome">
-              <option value="">all requests</option>
-              <option value="failed" selected={outcome === 'failed'}>
-                failed only (status 400 and above)
-              </option>
-              <option value="succeeded" selected={outcome === 'succeeded'}>
-                succeeded only
-              </option>
-            </select>
-          </div>
-          <button type="submit" class="secondary">
-            Apply
-          </button>
-        </form>
+        <UsageFilters
+          days={days}
+          keyId={keyId}
+          outcome={outcome}
+          mode={mode}
+          keys={keys.ok ? keys.body.data : []}
+        />
         {!usage.ok ? <Notice kind="error">Usage could not be read: {usage.error.message}</Notice> : null}
         {usage.ok ? (
           <div class="cards">

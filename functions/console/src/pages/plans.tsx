@@ -6,9 +6,10 @@
  * This deployment has no payment provider: buying credits and add-ons is done with sales.
  */
 import type { Hono } from 'hono'
-import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
+import type { Billing, Plan, PlanList } from '../api-types'
+import type { ConsoleApp, ConsoleContext } from '../console.context'
 import { CsrfField, Frame, formatCents, formatDate, formatNumber, Notice } from '../layout'
-import type { Billing, Plan, PlanList } from './billing-types'
+import { formString, frameOf, html, isAdmin } from '../page'
 
 function describeAllowance(plan: Plan): string {
   return plan.monthly_token_allowance === null

@@ -4,37 +4,20 @@
  * feature the page shows the API's refusal.
  */
 import type { Hono } from 'hono'
+import type { DocumentDetail, DocumentList, DocumentUploadResult, RetrievalResult } from '../api-types'
 import { ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
-import { type ConsoleApp, type ConsoleContext, formString, frameOf, html } from '../console.app'
+import type { ConsoleApp, ConsoleContext } from '../console.context'
 import { CsrfField, Frame, formatDate, formatNumber } from '../layout'
-
-interface Document {
-  id: string
-  source: string
-  size_bytes: number
-  chunk_count: number
-  indexing_state: string
-  updated_at: string
-}
-
-interface Retrieved {
-  document_id: string
-  source: string
-  score: number
-  text: string
-  index: number
-}
+import { formString, frameOf, html } from '../page'
 
 async function render(c: ConsoleContext, flash?: Flash, status = 200) {
   const api = c.get('api')
   const after = c.req.query('after')
   const query = (c.req.query('q') ?? '').trim()
   const [list, retrieval] = await Promise.all([
-    api.get<{ data: Document[]; has_more: boolean; next_cursor: string | null }>(
-      `/svc/documents?limit=20${after ? `&after=${encodeURIComponent(after)}` : ''}`,
-    ),
+    api.get<DocumentList>(`/svc/documents?limit=20${after ? `&after=${encodeURIComponent(after)}` : ''}`),
     query
-      ? api.send<{ data: Retrieved[] }>('POST', '/svc/documents/retrieve', { query, k: 5 })
+      ? api.send<RetrievalResult>('POST', '/svc/documents/retrieve', { query, k: 5 })
       : Promise.resolve(null),
   ])
   const frame = await frameOf(c, 'Documents', 'documents')
@@ -142,12 +125,10 @@ export function documentPages(app: Hono<ConsoleApp>): void {
   })
 
   app.post('/documents', async (c) => {
-    const uploaded = await c
-      .get('api')
-      .send<{ source: string; status: string; chunk_count: number }>('POST', '/svc/documents/upload', {
-        source: formString(c, 'source'),
-        content: formString(c, 'content'),
-      })
+    const uploaded = await c.get('api').send<DocumentUploadResult>('POST', '/svc/documents/upload', {
+      source: formString(c, 'source'),
+      content: formString(c, 'content'),
+    })
     if (!uploaded.ok) return render(c, { kind: 'error', text: uploaded.error.message }, uploaded.status)
     return render(
       c,
@@ -161,11 +142,7 @@ export function documentPages(app: Hono<ConsoleApp>): void {
 
   app.get('/documents/:id', async (c) => {
     const id = c.req.param('id')
-    const found = await c
-      .get('api')
-      .get<Document & { chunks: { index: number; text: string; embedded: boolean }[] }>(
-        `/svc/documents/${encodeURIComponent(id)}`,
-      )
+    const found = await c.get('api').get<DocumentDetail>(`/svc/documents/${encodeURIComponent(id)}`)
     const frame = await frameOf(c, 'Document', 'documents')
     return html(
       c,

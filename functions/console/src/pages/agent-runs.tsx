@@ -7,19 +7,14 @@
  * does not have yet (one started with the signed-in person's own login before the index existed).
  */
 import type { Hono } from 'hono'
-import { RUN_STATES } from '../../../../../durable-objects/agent-run/agent-events'
-import type { RunStatus } from '../../../../../durable-objects/agent-run/run-status.schemas'
-import type { AgentRunSummary } from '../../../../platform/src/agent-runs.schemas'
+import { RUN_STATES } from '../../../../durable-objects/agent-run/agent-events'
+import type { RunStatus } from '../../../../durable-objects/agent-run/run-status.schemas'
+import type { AgentRunDetail, AgentRunList, AgentRunSummary, ApiKeyList } from '../api-types'
 import { Actions, ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
-import { type ConsoleApp, type ConsoleContext, formString, frameOf, html } from '../console.app'
+import type { ConsoleApp, ConsoleContext } from '../console.context'
 import type { ApiResult } from '../console-api'
 import { Frame, formatDate, formatNumber, Notice, type PageFrame } from '../layout'
-
-interface RunPage {
-  data: AgentRunSummary[]
-  next_cursor: string | null
-}
-type RunDetail = AgentRunSummary & { status: RunStatus }
+import { formString, frameOf, html } from '../page'
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled'])
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -36,11 +31,7 @@ const StateBadge = ({ state }: { state: string }) => <span class={`badge ${badge
 type Names = (run: AgentRunSummary) => string
 
 async function namesOf(c: ConsoleContext): Promise<Names> {
-  const keys = await c
-    .get('api')
-    .get<{ data: { id: string; name: string; redacted_value: string }[] }>(
-      '/platform/v1/api-keys?include_inactive=true',
-    )
+  const keys = await c.get('api').get<ApiKeyList>('/platform/v1/api-keys?include_inactive=true')
   const byId = new Map(
     (keys.ok ? keys.body.data : []).map((k) => [k.id, `key “${k.name}” (${k.redacted_value})`]),
   )
@@ -106,7 +97,7 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
   if (filter) query.set('state', filter)
   if (cursor) query.set('cursor', cursor)
   const [runs, names] = await Promise.all([
-    c.get('api').get<RunPage>(`/platform/v1/agent-runs?${query}`),
+    c.get('api').get<AgentRunList>(`/platform/v1/agent-runs?${query}`),
     namesOf(c),
   ])
   const frame = await frameOf(c, 'Agent runs', 'agent-runs')
@@ -211,7 +202,7 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
 async function findRun(c: ConsoleContext, runId: string, startedBy: string) {
   const api = c.get('api')
   const pick = startedBy ? `?started_by=${encodeURIComponent(startedBy)}` : ''
-  const indexed = await api.get<RunDetail>(`/platform/v1/agent-runs/${runId}${pick}`)
+  const indexed = await api.get<AgentRunDetail>(`/platform/v1/agent-runs/${runId}${pick}`)
   if (indexed.ok || indexed.status !== 404 || startedBy)
     return { result: indexed, summary: indexed.ok ? indexed.body : null }
   const own = await api.get<RunStatus>(`/svc/agents/runs/${runId}`)

@@ -4,26 +4,13 @@
  * signature with the published log keys, the leaf hash, the Merkle path to the signed root).
  */
 import type { Hono } from 'hono'
+import type { ApiKeyList, Checkpoint, EntryList } from '../api-types'
 import { DataTable } from '../components'
-import { type ConsoleApp, frameOf, html } from '../console.app'
+import type { ConsoleApp } from '../console.context'
 import { Frame, formatDate, Notice } from '../layout'
+import { frameOf, html } from '../page'
 
 const PAGE = 50
-
-interface Checkpoint {
-  origin: string
-  tree_size: number
-  root_hash: string
-  timestamp: number
-  note: string
-}
-
-interface Entry {
-  index: number
-  leaf_hash: string
-  entry: string
-  event: Record<string, unknown>
-}
 
 /**
  * One line about an event, in the words of its kind. `who` turns an actor or a token's subject
@@ -69,22 +56,18 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
   app.get('/audit-log', async (c) => {
     const api = c.get('api')
     const checkpoint = await api.get<Checkpoint>('/platform/v1/audit-log/checkpoint')
-    const head = await api.get<{ tree_size: number }>('/platform/v1/audit-log/entries?start=0&end=1')
+    const head = await api.get<EntryList>('/platform/v1/audit-log/entries?start=0&end=1')
     const size = head.ok ? head.body.tree_size : 0
     const before = Math.min(size, Math.max(0, Number(c.req.query('before') ?? size) || size))
     const start = Math.max(0, before - PAGE)
     const entries =
       before > 0
-        ? await api.get<{ data: Entry[]; names: Record<string, string> }>(
-            `/platform/v1/audit-log/entries?start=${start}&end=${before}`,
-          )
+        ? await api.get<EntryList>(`/platform/v1/audit-log/entries?start=${start}&end=${before}`)
         : null
     const rows = entries?.ok ? [...entries.body.data].reverse() : []
     // Actors by name: what the log API resolved in this workspace (keys, members, service
     // accounts), the keys with their redacted values, and the signed-in person as "you".
-    const keys = await api.get<{ data: { id: string; name: string; redacted_value: string }[] }>(
-      '/platform/v1/api-keys?include_inactive=true',
-    )
+    const keys = await api.get<ApiKeyList>('/platform/v1/api-keys?include_inactive=true')
     const me = c.get('workspace').user
     const resolved = Object.entries(entries?.ok ? entries.body.names : {}).map(
       ([actor, name]): [string, string] =>

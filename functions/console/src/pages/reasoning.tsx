@@ -8,15 +8,14 @@ import type { Hono } from 'hono'
 import {
   type InferenceReceiptResponse,
   RECEIPT_SIGNING_ALGORITHM,
-} from '../../../../../durable-objects/reasoning-job/inference-receipt'
-import type {
-  ReasoningJob,
-  JobPage as ReasoningJobPage,
-} from '../../../../../durable-objects/reasoning-job/job.schemas'
+} from '../../../../durable-objects/reasoning-job/inference-receipt'
+import type { ReasoningJob as Job, JobPage } from '../../../../durable-objects/reasoning-job/job.schemas'
+import type { ProviderConnection, ProviderConnectionList, ProviderConnectionTested } from '../api-types'
 import { Actions, ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
-import { type ConsoleApp, type ConsoleContext, formString, frameOf, html, isAdmin } from '../console.app'
+import type { ConsoleApp, ConsoleContext } from '../console.context'
 import type { ApiResult } from '../console-api'
 import { CsrfField, Frame, formatDate, formatNumber } from '../layout'
+import { formString, frameOf, html, isAdmin } from '../page'
 
 /** The selection evidence shown for each candidate (all of its fields are one click away). */
 const EVIDENCE = [
@@ -32,9 +31,6 @@ const EVIDENCE = [
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-type Job = ReasoningJob
-type JobPage = ReasoningJobPage
-
 /** A job's status as a person reads it: a waiting job says where it is in line. */
 function statusText(job: Job): string {
   return job.queue_position === undefined
@@ -42,15 +38,7 @@ function statusText(job: Job): string {
     : `${job.status} · waiting for a run slot, ${job.queue_position === 1 ? 'next in line' : `number ${job.queue_position} in line`}`
 }
 
-interface Connection {
-  id: string
-  name: string
-  kind: string
-  base_url: string
-  target: string
-  created_at: string
-  last_test?: { ok: boolean; tested_at: string; error: { message: string } | null } | null
-}
+type Connection = ProviderConnection
 
 /** The latest credential check of a connection, kept by the API (`last_test`). */
 function LastTest({ test }: { test: Connection['last_test'] }) {
@@ -71,7 +59,7 @@ async function renderReasoning(c: ConsoleContext, flash?: Flash, status = 200) {
     api.get<JobPage>(
       `/svc/quantum-reasoning/jobs?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
     ),
-    api.get<{ data: Connection[] }>('/svc/quantum-reasoning/provider-connections'),
+    api.get<ProviderConnectionList>('/svc/quantum-reasoning/provider-connections'),
   ])
   const frame = await frameOf(c, 'Reasoning jobs', 'reasoning')
   const admin = isAdmin(c)
@@ -401,7 +389,7 @@ export function reasoningPages(app: Hono<ConsoleApp>): void {
   app.post('/reasoning/connections/:id/test', async (c) => {
     const tested = await c
       .get('api')
-      .send<{ connection: Connection; test: NonNullable<Connection['last_test']> }>(
+      .send<ProviderConnectionTested>(
         'POST',
         `/svc/quantum-reasoning/provider-connections/${encodeURIComponent(c.req.param('id'))}/test`,
       )

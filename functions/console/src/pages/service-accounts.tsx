@@ -3,6 +3,7 @@
  * (the old one stops at once), revoke. A client of /platform/v1/service-accounts.
  */
 import type { Hono } from 'hono'
+import type { ServiceAccount, ServiceAccountList, ServiceAccountWithSecret } from '../api-types'
 import {
   Actions,
   ApiRefusal,
@@ -13,27 +14,9 @@ import {
   PostAction,
   SecretOnce,
 } from '../components'
-import {
-  type ConsoleApp,
-  type ConsoleContext,
-  formList,
-  formString,
-  frameOf,
-  html,
-  isAdmin,
-} from '../console.app'
+import type { ConsoleApp, ConsoleContext } from '../console.context'
 import { CsrfField, Frame, formatDate } from '../layout'
-
-interface Account {
-  id: string
-  name: string
-  audiences: string[]
-  scopes: string[]
-  created_by: string | null
-  created_at: string
-  rotated_at: string | null
-  revoked_at: string | null
-}
+import { formList, formString, frameOf, html, isAdmin } from '../page'
 
 interface AccountState {
   secret?: { id: string; name: string; secret: string }
@@ -43,7 +26,7 @@ interface AccountState {
 async function renderAccounts(c: ConsoleContext, state: AccountState = {}, status = 200) {
   const frame = await frameOf(c, 'Service accounts', 'service-accounts')
   const admin = isAdmin(c)
-  const listed = admin ? await c.get('api').get<{ data: Account[] }>('/platform/v1/service-accounts') : null
+  const listed = admin ? await c.get('api').get<ServiceAccountList>('/platform/v1/service-accounts') : null
   return html(
     c,
     <Frame frame={frame}>
@@ -146,12 +129,10 @@ export function serviceAccountPages(app: Hono<ConsoleApp>): void {
 
   app.post('/service-accounts', async (c) => {
     const audiences = formList(c, 'audiences')
-    const made = await c
-      .get('api')
-      .send<Account & { secret: string }>('POST', '/platform/v1/service-accounts', {
-        name: formString(c, 'name'),
-        ...(audiences.length ? { audiences } : {}),
-      })
+    const made = await c.get('api').send<ServiceAccountWithSecret>('POST', '/platform/v1/service-accounts', {
+      name: formString(c, 'name'),
+      ...(audiences.length ? { audiences } : {}),
+    })
     if (!made.ok)
       return renderAccounts(c, { notice: { kind: 'error', text: made.error.message } }, made.status)
     return renderAccounts(
@@ -164,7 +145,7 @@ export function serviceAccountPages(app: Hono<ConsoleApp>): void {
   app.post('/service-accounts/:id/rotate', async (c) => {
     const rotated = await c
       .get('api')
-      .send<Account & { secret: string }>(
+      .send<ServiceAccountWithSecret>(
         'POST',
         `/platform/v1/service-accounts/${encodeURIComponent(c.req.param('id'))}/rotate`,
       )
@@ -178,7 +159,10 @@ export function serviceAccountPages(app: Hono<ConsoleApp>): void {
   app.post('/service-accounts/:id/revoke', async (c) => {
     const revoked = await c
       .get('api')
-      .send<Account>('DELETE', `/platform/v1/service-accounts/${encodeURIComponent(c.req.param('id'))}`)
+      .send<ServiceAccount>(
+        'DELETE',
+        `/platform/v1/service-accounts/${encodeURIComponent(c.req.param('id'))}`,
+      )
     if (!revoked.ok)
       return renderAccounts(c, { notice: { kind: 'error', text: revoked.error.message } }, revoked.status)
     return c.redirect(

@@ -2,11 +2,10 @@
  * How console pages read and change things: as a client of the product's own API, with the
  * session's access token, through the gateway's whole request path (route table, credential,
  * tenancy, scopes, crypto policy, the family worker, the gateway's cache invalidation after admin
- * changes). No page reads the database on its own, so the console can show nothing the API would
- * not show that user, and every change it makes is the API's change (audit entries included).
+ * changes), reached over the console worker's service binding to the gateway. No page reads the
+ * database on its own, so the console can show nothing the API would not show that user, and
+ * every change it makes is the API's change (audit entries included).
  */
-import type { GatewayEnv } from '../gateway.context'
-import type { ConsoleSession } from './session'
 
 /** A JSON request as a client sends it, with its declared length. */
 export function jsonRequest(url: string, body: unknown, headers: Record<string, string> = {}): Request {
@@ -22,8 +21,8 @@ export function jsonRequest(url: string, body: unknown, headers: Record<string, 
   })
 }
 
-/** The gateway's own fetch (gatewayApp.fetch), handed in to avoid an import cycle. */
-export type Dispatch = (request: Request, env: GatewayEnv, ctx: ExecutionContext) => Promise<Response>
+/** The gateway's fetch, over the console's service binding (GATEWAY). */
+export type Dispatch = (request: Request) => Promise<Response>
 
 export interface ApiError {
   message: string
@@ -74,10 +73,7 @@ async function toResult<T>(res: Response): Promise<ApiResult<T>> {
  */
 export function consoleApi(options: {
   dispatch: Dispatch
-  env: GatewayEnv
-  ctx: ExecutionContext
   baseUrl: string
-  session: ConsoleSession | null
   /**
    * The mode the console's test/live switch chose: sent as `x-svc-mode` with every call made
    * with the person's token, so the pages show (and create) that mode's data.
@@ -107,7 +103,7 @@ export function consoleApi(options: {
         headers,
         ...(text === undefined ? {} : { body: text }),
       })
-      return toResult<T>(await options.dispatch(request, options.env, options.ctx))
+      return toResult<T>(await options.dispatch(request))
     }
     const first = await attempt()
     // A token the policy now refuses (e.g. the workspace moved to a level-5 preset) or that ran out
