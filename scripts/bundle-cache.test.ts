@@ -51,7 +51,7 @@ describe('worker bundle cache', () => {
       )
     expect(sources(restored)).toEqual(sources(fresh))
     expect(sources(restored)).toContain(path.join(root, 'shared/greeting.ts'))
-  })
+  }, 60_000) // two esbuild builds of a worker: seconds on a loaded 2-core machine
 
   it('misses once anything under the source roots changed, or the settings did', async () => {
     await bundleWorker(entry, path.join(out, 'd/index.js'), { cache: openBundleCache(root, settings) })

@@ -155,7 +155,7 @@ describe('every path the docs and comments name exists', () => {
   it("README's structure tree", () => {
     const entries = new Set(treeEntries())
     const tree = structureTree(readFileSync(join(root, 'README.md'), 'utf8'))
-    expect(tree).toContain('functions/gateway/src/console/')
+    expect(tree).toContain('functions/console/')
     expect(tree.filter((p) => !namesSomething(p, entries))).toEqual([])
   })
 
