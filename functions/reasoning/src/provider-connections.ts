@@ -16,6 +16,7 @@ import type { DatabaseEnv } from '../../../shared/db/client'
 import { qpuProviderConnections } from '../../../shared/db/schema'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
+import { UUID } from '../../../shared/http/uuid'
 import { openQpuProvider } from '../../../shared/quantum/providers/ionq-v03'
 import {
   connectionsOf,
@@ -54,7 +55,6 @@ export interface ProviderConnectionsEnv extends DatabaseEnv {
 export const DEFAULT_PROVIDER_BASE_URL = 'https://api.ionq.co/v0.3'
 const TAGS = ['Provider connections']
 const BASE = '/svc/quantum-reasoning/provider-connections'
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const forbidden = errorResponse(
   'insufficient_role: only workspace owners and admins manage provider connections',
 )
