@@ -7,9 +7,8 @@
 import { sql } from 'drizzle-orm'
 import type { Drizzle } from '../../shared/db/client'
 import { agentRuns } from '../../shared/db/schema'
+import { UUID } from '../../shared/http/uuid'
 import type { RunRow } from './agent-run.store'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** The API key and the person behind a run owner's principal id (`key:<id>`, `sub:user:<id>`). */
 export function startedBy(principal: string): { apiKeyId: string | null; userId: string | null } {

@@ -3,10 +3,9 @@
  * who logged in, `sa:<uuid>` for a service account. The gateway parses it to look the principal
  * up (role, revocation) and families use it as the owner of personal records.
  */
+import { UUID } from '../http/uuid'
 
 export type Subject = { kind: 'user'; id: string } | { kind: 'service_account'; id: string }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export const userSubject = (userId: string) => `user:${userId}`
 export const serviceAccountSubject = (serviceAccountId: string) => `sa:${serviceAccountId}`

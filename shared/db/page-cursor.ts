@@ -7,8 +7,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import { AppError } from '../http/errors'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+import { UUID } from '../http/uuid'
 
 export interface PageKey {
   /** created_at as Postgres or JSON gives it (keep microseconds when the column has them). */

@@ -127,3 +127,16 @@ export function createFamilyApp<Bindings extends object>(options: FamilyAppOptio
 export function identityOf(c: Context<FamilyEnv<object>>): Identity {
   return requireIdentity(c.get('request'))
 }
+
+/** The caller's identity, refused with 403 `insufficient_role` unless it is an owner or admin. */
+export function requireAdmin<E extends object>(c: Context<FamilyEnv<E>>, action: string): Identity {
+  const identity = requireIdentity(c.get('request'))
+  if (identity.role !== 'owner' && identity.role !== 'admin') {
+    throw new AppError(
+      403,
+      'insufficient_role',
+      `Only workspace owners and admins may ${action}; this credential has role "${identity.role}".`,
+    )
+  }
+  return identity
+}

@@ -76,6 +76,17 @@ export function principalId(identity: Identity): string {
     : `sub:${identity.principal.subject}`
 }
 
+/**
+ * Who made a change, as `created_by` / `updated_by` columns and audit events record it: `key:<id>`
+ * for an API key, the token's subject (`user:<id>`, `sa:<id>`) otherwise. (principalId prefixes
+ * subjects with `sub:`; the two are stored in different places and must not be swapped.)
+ */
+export function actorOf(identity: Identity): string {
+  return identity.principal.kind === 'api_key'
+    ? `key:${identity.principal.keyId}`
+    : identity.principal.subject
+}
+
 export function isTestMode(identity: Identity): boolean {
   return identity.mode === 'test'
 }

@@ -8,11 +8,10 @@ import { cancelRun, runStatus } from '../../../durable-objects/agent-run/run-cli
 import { RunIdParamSchema, RunStatusSchema } from '../../../durable-objects/agent-run/run-status.schemas'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
+import { UUID } from '../../../shared/http/uuid'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import type { CodeEnv } from './code.context'
 import { callerOf, ownerOf } from './turns'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 function runIdOf(raw: string): string {
   if (!UUID.test(raw)) {

@@ -40,6 +40,7 @@ import {
   tenants,
 } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
+import { UUID } from '../../../shared/http/uuid'
 import type { Audience, Identity } from '../../../shared/worker/request-context'
 import { type GatewayEnv, gatewaySettings } from './gateway.context'
 import { lookUpCredential } from './opaque-credential-cache'
@@ -117,8 +118,6 @@ function remember<K, V>(map: Map<K, V>, max: number, key: K, value: V): void {
 
 const unauthorized = (code: string, message: string) =>
   new AppError(401, code, message, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 async function verifyFresh(token: string, deps: TokenAuthDeps, now: number): Promise<VerifiedToken> {
   const verified = await verifyAccessToken(token, {

@@ -9,8 +9,7 @@ import { and, eq, inArray } from 'drizzle-orm'
 import { parseSubject } from '../../../shared/auth/subjects'
 import type { Drizzle } from '../../../shared/db/client'
 import { apiKeys, members, serviceAccounts, users } from '../../../shared/db/schema'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+import { UUID } from '../../../shared/http/uuid'
 
 /** The names of the actors this workspace knows (at most three queries); unknown ones are absent. */
 export async function actorNames(

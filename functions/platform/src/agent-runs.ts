@@ -20,7 +20,7 @@ import { afterPageKey, decodePageCursor, encodePageCursor } from '../../../share
 import { agentRuns, apiKeys } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
-import { type Identity, principalId } from '../../../shared/worker/request-context'
+import { actorOf, type Identity, principalId } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
   AgentRunDetailSchema,
@@ -31,7 +31,7 @@ import {
   type AgentRunSummary,
 } from './agent-runs.schemas'
 import { scopeFor as apiKeyScope, isAdministrator } from './api-key-store'
-import { actorOf, recordAuditEvent } from './database'
+import { recordAuditEvent } from './database'
 import type { PlatformEnv } from './platform.context'
 import { errorResponse } from './platform.schemas'
 

@@ -13,9 +13,8 @@ import { assertWithinCeiling } from '../../../shared/auth/credential-ceiling'
 import type { Drizzle } from '../../../shared/db/client'
 import { type ApiKeyMode, apiKeys, type MemberRole } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
-import type { Identity } from '../../../shared/worker/request-context'
+import { actorOf, type Identity } from '../../../shared/worker/request-context'
 import type { ApiKeySchema } from './api-keys.schemas'
-import { actorOf } from './database'
 
 export type ApiKeyView = z.infer<typeof ApiKeySchema>
 type ApiKeyRow = typeof apiKeys.$inferSelect

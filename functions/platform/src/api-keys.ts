@@ -6,9 +6,11 @@
  * before it is acknowledged. The gateway drops a revoked or rotated key from its cache at once
  * in the isolate that forwarded the change; other isolates follow within API_KEY_CACHE_TTL_SECONDS.
  */
+
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { AppError } from '../../../shared/http/errors'
-import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { type FamilyEnv, identityOf, requireAdmin } from '../../../shared/worker/family-app'
+import { actorOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
   type ApiKeyView,
@@ -29,7 +31,7 @@ import {
   ApiKeyWithSecretSchema,
   MAX_KEY_LIFETIME_DAYS,
 } from './api-keys.schemas'
-import { actorOf, recordAuditEvent, requireAdmin } from './database'
+import { recordAuditEvent } from './database'
 import type { PlatformEnv } from './platform.context'
 import { errorResponse } from './platform.schemas'
 

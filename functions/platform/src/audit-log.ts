@@ -17,7 +17,7 @@ import {
 } from '../../../durable-objects/audit-log/log-keys'
 import { toBase64 } from '../../../shared/audit/checkpoint'
 import { AppError } from '../../../shared/http/errors'
-import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { type FamilyEnv, identityOf, requireAdmin } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { actorNames } from './actor-names'
 import {
@@ -33,7 +33,6 @@ import {
   LogKeysSchema,
   LogQuerySchema,
 } from './audit-log.schemas'
-import { requireAdmin } from './database'
 import type { PlatformEnv } from './platform.context'
 import { errorResponse } from './platform.schemas'
 

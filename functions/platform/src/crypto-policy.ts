@@ -3,6 +3,7 @@
  * field by field (validated: contradictory settings are refused naming every problem), check one
  * algorithm against it, and list the violations the gateway and the auth worker recorded.
  */
+
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, desc, eq } from 'drizzle-orm'
 import type { Context } from 'hono'
@@ -24,10 +25,11 @@ import {
 import { olderThanCursor } from '../../../shared/db/list-cursor'
 import { cryptoPolicyViolations } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
-import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { type FamilyEnv, identityOf, requireAdmin } from '../../../shared/worker/family-app'
+import { actorOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { actorName } from './actor-names'
-import { actorOf, recordAuditEvent, requireAdmin } from './database'
+import { recordAuditEvent } from './database'
 import type { PlatformEnv } from './platform.context'
 import {
   errorResponse,

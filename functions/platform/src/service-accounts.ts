@@ -4,6 +4,7 @@
  * "in the admin portal or API" without showing the API; this is it. An account created or given a
  * new secret can do no more than the calling credential (shared/auth/credential-ceiling.ts).
  */
+
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { assertWithinCeiling } from '../../../shared/auth/credential-ceiling'
 import {
@@ -14,9 +15,10 @@ import {
   rotateServiceAccountSecret,
   serviceAccountPowers,
 } from '../../../shared/auth/service-accounts'
-import type { FamilyEnv } from '../../../shared/worker/family-app'
+import { type FamilyEnv, requireAdmin } from '../../../shared/worker/family-app'
+import { actorOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
-import { actorOf, recordAuditEvent, requireAdmin } from './database'
+import { recordAuditEvent } from './database'
 import type { PlatformEnv } from './platform.context'
 import {
   errorResponse,

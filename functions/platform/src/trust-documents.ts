@@ -11,6 +11,7 @@
  *   signing keys and JWKS URL, the compliance summary and the latest audit checkpoint. The statement
  *   is appended to the tenant's audit log before it is returned.
  */
+
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import { appendAuditEvent, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
 import { toBase64 } from '../../../shared/audit/checkpoint'
@@ -21,11 +22,11 @@ import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import { ALGORITHM_REGISTRY } from '../../../shared/crypto-policy'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
+import { actorOf } from '../../../shared/worker/request-context'
 import { auditLogNamespace, renderCheckpoint, unwrap } from './audit-log'
 import { buildCbom } from './cbom'
 import { assessCompliance } from './compliance'
 import { ACVP_REVISIONS, SELF_TEST_SOURCES } from './conformance-manifest'
-import { actorOf } from './database'
 import { deployedBundles } from './deployed-bundles'
 import type { PlatformEnv } from './platform.context'
 import { errorResponse } from './platform.schemas'

@@ -19,10 +19,10 @@ import {
   planCatalogFromEnv,
   resolvePlan,
 } from '../../../shared/plans/plan-catalog'
-import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
-import type { Identity } from '../../../shared/worker/request-context'
+import { type FamilyEnv, identityOf, requireAdmin } from '../../../shared/worker/family-app'
+import { actorOf, type Identity } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
-import { actorOf, recordAuditEvent, requireAdmin } from './database'
+import { recordAuditEvent } from './database'
 import type { PlatformEnv } from './platform.context'
 import { errorResponse } from './platform.schemas'
 import {

@@ -16,6 +16,7 @@ import type { DatabaseEnv } from '../../../shared/db/client'
 import { qpuProviderConnections } from '../../../shared/db/schema'
 import { errorResponse } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
+import { UUID } from '../../../shared/http/uuid'
 import { openQpuProvider } from '../../../shared/quantum/providers/ionq-v03'
 import {
   connectionsOf,
@@ -29,8 +30,8 @@ import {
   encryptCredential,
 } from '../../../shared/quantum/providers/provider-credentials'
 import { QpuProviderError } from '../../../shared/quantum/providers/qpu-provider'
-import type { FamilyEnv } from '../../../shared/worker/family-app'
-import { type Identity, requireIdentity, scopeOf } from '../../../shared/worker/request-context'
+import { type FamilyEnv, requireAdmin } from '../../../shared/worker/family-app'
+import { actorOf, type Identity, scopeOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import {
   ConnectionParamsSchema,
@@ -54,7 +55,6 @@ export interface ProviderConnectionsEnv extends DatabaseEnv {
 export const DEFAULT_PROVIDER_BASE_URL = 'https://api.ionq.co/v0.3'
 const TAGS = ['Provider connections']
 const BASE = '/svc/quantum-reasoning/provider-connections'
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const forbidden = errorResponse(
   'insufficient_role: only workspace owners and admins manage provider connections',
 )
@@ -68,24 +68,6 @@ export function allowedBaseUrls(env: ProviderConnectionsEnv): string[] {
     .map((u) => u.trim().replace(/\/+$/, ''))
     .filter(Boolean)
   return list.length ? list : [DEFAULT_PROVIDER_BASE_URL]
-}
-
-function requireAdmin<E extends ProviderConnectionsEnv>(c: Ctx<E>, action: string): Identity {
-  const identity = requireIdentity(c.get('request'))
-  if (identity.role !== 'owner' && identity.role !== 'admin') {
-    throw new AppError(
-      403,
-      'insufficient_role',
-      `Only workspace owners and admins may ${action}; this credential has role "${identity.role}".`,
-    )
-  }
-  return identity
-}
-
-function actorOf(identity: Identity): string {
-  return identity.principal.kind === 'api_key'
-    ? `key:${identity.principal.keyId}`
-    : identity.principal.subject
 }
 
 function connectionNotFound(): AppError {

@@ -17,9 +17,8 @@ import {
   rotateObservabilityToken,
 } from '../../../shared/auth/observability-tokens'
 import { errorResponse } from '../../../shared/http/error-body'
-import { AppError } from '../../../shared/http/errors'
-import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
-import type { Identity } from '../../../shared/worker/request-context'
+import { type FamilyEnv, requireAdmin } from '../../../shared/worker/family-app'
+import { actorOf, type Identity } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import type { TelemetryEnv } from './telemetry.context'
 import {
@@ -34,25 +33,6 @@ type TelemetryContext = Context<FamilyEnv<TelemetryEnv>>
 
 const TAGS = ['Telemetry']
 const BASE = '/platform/v1/observability-tokens'
-
-function requireAdmin(c: TelemetryContext, action: string): Identity {
-  const identity = identityOf(c)
-  if (identity.role !== 'owner' && identity.role !== 'admin') {
-    throw new AppError(
-      403,
-      'insufficient_role',
-      `Only workspace owners and admins may ${action}; this credential has role "${identity.role}".`,
-    )
-  }
-  return identity
-}
-
-/** `key:<id>` for an API key, the token's subject otherwise. */
-function actorOf(identity: Identity): string {
-  return identity.principal.kind === 'api_key'
-    ? `key:${identity.principal.keyId}`
-    : identity.principal.subject
-}
 
 function record(
   c: TelemetryContext,
