@@ -11,8 +11,9 @@ import { type DatabaseEnv, openDatabase } from '../../shared/db/client'
 import { tenants } from '../../shared/db/schema'
 import type { Identity } from '../../shared/worker/request-context'
 import { isTerminal, type JobCreateRequest, type ReasoningJob as JobRecord } from './job.schemas'
+import { type JobCaller, type JobReply, jobObjectName } from './job-calls'
 import type { ReasoningJobEnv } from './reasoning-job.context'
-import { type JobCaller, type JobReply, jobObjectName, type ReasoningJob } from './reasoning-job.do'
+import type { ReasoningJob } from './reasoning-job.do'
 
 export const reasoningEnv = env as unknown as ReasoningJobEnv &
   Required<Pick<DatabaseEnv, 'DATABASE_URL'>> & {

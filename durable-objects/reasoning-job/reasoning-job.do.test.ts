@@ -12,7 +12,8 @@ import { preAuthEncoding } from '../../shared/crypto/dsse'
 import { auditLogOf } from '../audit-log/audit-client'
 import { InferenceReceiptResponseSchema } from './inference-receipt'
 import { ReasoningJobSchema } from './job.schemas'
-import type { JobReply, ReasoningJob, ReceiptReply } from './reasoning-job.do'
+import type { JobReply, ReceiptReply } from './job-calls'
+import type { ReasoningJob } from './reasoning-job.do'
 import {
   callerOf,
   createJob,

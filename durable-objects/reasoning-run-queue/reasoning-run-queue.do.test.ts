@@ -11,7 +11,8 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import { PLAN_CATALOG_CONFIG } from '../../shared/plans/plan-catalog'
 import type {} from '../../test/support/ionq-provider.fixture'
 import { isTerminal, type ReasoningJob as JobRecord } from '../reasoning-job/job.schemas'
-import type { JobReply, ReasoningJob } from '../reasoning-job/reasoning-job.do'
+import type { JobReply } from '../reasoning-job/job-calls'
+import type { ReasoningJob } from '../reasoning-job/reasoning-job.do'
 import {
   callerOf,
   createJob,

@@ -14,7 +14,7 @@ import {
   ReasoningJobSchema,
   type ReasoningModel,
 } from '../../../durable-objects/reasoning-job/job.schemas'
-import { canManageJobs } from '../../../durable-objects/reasoning-job/reasoning-job.do'
+import { canManageJobs } from '../../../durable-objects/reasoning-job/job-calls'
 import type { Drizzle } from '../../../shared/db/client'
 import { decodePageCursor, encodePageCursor } from '../../../shared/db/page-cursor'
 import { CREDIT_UNITS_PER_CENT, centsToUnits } from '../../../shared/metering'

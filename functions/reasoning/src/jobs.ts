@@ -25,15 +25,15 @@ import {
   JobPageSchema,
   type ReasoningJob as JobRecord,
 } from '../../../durable-objects/reasoning-job/job.schemas'
-import { reasoningSettingsFromEnv } from '../../../durable-objects/reasoning-job/job-settings'
 import {
   type JobCaller,
   type JobReply,
   jobNotFound,
   jobObjectName,
-  type ReasoningJob,
   type ReceiptReply,
-} from '../../../durable-objects/reasoning-job/reasoning-job.do'
+} from '../../../durable-objects/reasoning-job/job-calls'
+import { reasoningSettingsFromEnv } from '../../../durable-objects/reasoning-job/job-settings'
+import type { ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import { runQueueName } from '../../../durable-objects/reasoning-run-queue/run-queue.protocol'
 import {
   actionRequiredOrErrorResponse,
