@@ -138,9 +138,9 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
           columns={[
             { label: 'Run', rem: 6 },
             { label: 'State', rem: 9 },
-            { label: 'Model and mode', rem: 10 },
+            { label: 'Model and mode', rem: 12 },
             'Started by',
-            { label: 'Usage', rem: 12 },
+            { label: 'Tokens and cost', rem: 10 },
             { label: 'Updated', rem: 12 },
             { label: 'Actions', rem: 8 },
           ]}
@@ -160,8 +160,7 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
                 {run.model} <span class={`badge ${run.mode}`}>{run.mode}</span> {run.agent_mode}
               </td>
               <td title={names(run)}>{names(run)}</td>
-              <td>
-                {run.turn_count} {run.turn_count === 1 ? 'turn' : 'turns'} ·{' '}
+              <td title={`${run.turn_count} ${run.turn_count === 1 ? 'turn' : 'turns'}`}>
                 {formatNumber(run.usage.total_tokens)} tokens · ${run.usage.cost_usd.toFixed(4)}
               </td>
               <td title={`created ${formatDate(run.created_at)}`}>{formatDate(run.updated_at)}</td>
