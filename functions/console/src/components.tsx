@@ -15,7 +15,7 @@ export interface Column {
   /** Right-aligned tabular figures. */
   num?: boolean
   /** Width in rem of a column of a `fixed` table (the others share what is left). */
-  rem?: 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 14 | 16
+  rem?: 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 14 | 16 | 18
 }
 
 const escapeAttribute = (text: string) =>

@@ -53,11 +53,12 @@ td .attributes code{white-space:normal;overflow-wrap:anywhere}
 .table-wrap{position:relative;overflow-x:auto;background:#fff;border:1px solid #d8dde4;border-radius:8px;margin-bottom:1.25rem}
 table{border-collapse:collapse;width:100%;font-size:.92rem}
 table.fixed{table-layout:fixed}
-.w-4{width:4rem}.w-5{width:5rem}.w-6{width:6rem}.w-7{width:7rem}.w-8{width:8rem}.w-9{width:9rem}.w-10{width:10rem}.w-11{width:11rem}.w-12{width:12rem}.w-14{width:14rem}.w-16{width:16rem}
+.w-4{width:4rem}.w-5{width:5rem}.w-6{width:6rem}.w-7{width:7rem}.w-8{width:8rem}.w-9{width:9rem}.w-10{width:10rem}.w-11{width:11rem}.w-12{width:12rem}.w-14{width:14rem}.w-16{width:16rem}.w-18{width:18rem}
 td{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:24rem}
 table.fixed td{max-width:none}
 td .hint{display:inline;margin-left:.4rem}
-td select{font-size:.85rem;padding:.2rem .3rem;width:auto}
+td select{font-size:.85rem;padding:.15rem .2rem;width:auto;max-width:7rem}
+td .actions{gap:.3rem}
 td .actions{flex-wrap:nowrap}
 td details>summary{cursor:pointer;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 td details[open]{white-space:normal}

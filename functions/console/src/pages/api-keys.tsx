@@ -52,7 +52,7 @@ function KeyRow({ k, csrf, admin, myRank }: { k: ApiKey; csrf: string; admin: bo
       <td title={`${k.name} ${k.redacted_value}, created ${formatDate(k.created_at)}`}>
         {k.name}{' '}
         <span class="hint">
-          <code>{k.redacted_value}</code>
+          <code>…{k.suffix}</code>
         </span>
       </td>
       <td>
@@ -246,7 +246,7 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
           { label: 'Role and scopes', rem: 9 },
           { label: 'Last used', rem: 12 },
           { label: 'Expires', rem: 7 },
-          admin ? { label: 'Actions', rem: 16 } : null,
+          admin ? { label: 'Actions', rem: 18 } : null,
         ]}
         rows={keys}
         empty={`No ${mode} keys yet.`}
