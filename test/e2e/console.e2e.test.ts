@@ -1048,6 +1048,113 @@ describe('console: accessibility', () => {
   })
 })
 
+describe('console: every page at 1280 and 390 px', () => {
+  /** What the layout test measures on one page at one width. */
+  interface Layout {
+    /** How much wider the document is than the window (0: no sideways scrolling). */
+    overflow: number
+    height: number
+    tables: { label: string; width: number; container: number; rows: number; median: number }[]
+    /** Operator configuration named in the visible text (environment variable names, npm commands). */
+    operatorNames: string[]
+  }
+
+  const measure = () =>
+    page.evaluate((): Layout => {
+      const tables = Array.from(document.querySelectorAll('main table')).map((table) => {
+        const heights = Array.from(table.querySelectorAll('tbody tr'))
+          .map((row) => row.getBoundingClientRect().height)
+          .sort((a, b) => a - b)
+        return {
+          label: table.closest('[aria-label]')?.getAttribute('aria-label') ?? '',
+          width: table.getBoundingClientRect().width,
+          container: (table.parentElement as HTMLElement).clientWidth,
+          rows: heights.length,
+          median: heights.length ? (heights[Math.floor((heights.length - 1) / 2)] ?? 0) : 0,
+        }
+      })
+      // biome-ignore lint/performance/useDomNodeTextContent: what a person sees, not hidden text
+      const text = document.body.innerText
+      const operatorNames = [
+        ...(text.match(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g) ?? []),
+        ...(text.match(/npm run[^\n]*/g) ?? []),
+      ]
+      return {
+        overflow: document.documentElement.scrollWidth - window.innerWidth,
+        height: document.documentElement.scrollHeight,
+        tables,
+        operatorNames,
+      }
+    })
+
+  it('no table is wider than its place, rows are compact, and no page names operator configuration', async () => {
+    // Enough rows to page through: 30 chat calls, and audit entries of several kinds (an attestation).
+    const ids: string[] = []
+    for (let i = 0; i < 30; i++) {
+      const res = await fetch(url('/svc/chat/completions'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ws.testKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc-cell', messages: [{ role: 'user', content: `layout ${i}` }] }),
+      })
+      expect(res.status).toBe(200)
+      ids.push(res.headers.get('x-request-id') ?? '')
+    }
+    const attestation = await fetch(url('/platform/v1/crypto/attestation'), {
+      headers: { authorization: `Bearer ${ws.liveKey}` },
+    })
+    expect(attestation.status).toBe(200)
+    await page.goto(url('/console/overview'))
+    if (new URL(page.url()).pathname === '/console/sign-in') {
+      await signIn(page)
+      await page.waitForURL(/\/console\/overview$/)
+    }
+    await expect
+      .poll(
+        async () => {
+          await page.goto(url('/console/usage?days=7'))
+          return page.locator('main').textContent()
+        },
+        { timeout: 15_000 },
+      )
+      .toContain(ids.at(-1))
+
+    const found: string[] = []
+    const report: string[] = []
+    const pages = ['/console/sign-in?next=%2Fconsole%2Foverview', ...NAV.map((n) => n.href)]
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 1280 ? 900 : 844 })
+      for (const path of pages) {
+        await page.goto(url(path))
+        const name = new URL(url(path)).pathname.split('/').filter(Boolean).slice(1).join('-')
+        await browser.shot(page, `layout-${name}-${width}`)
+        const layout = await measure()
+        report.push(
+          `${width} ${path}: height ${layout.height}, ${layout.tables
+            .map(
+              (t) =>
+                `[${t.label}: ${Math.round(t.width)}/${t.container} px, ${t.rows} rows, median ${t.median} px]`,
+            )
+            .join(' ')}`,
+        )
+        if (layout.overflow > 0)
+          found.push(`${width} ${path}: the page scrolls sideways by ${layout.overflow} px`)
+        for (const t of layout.tables) {
+          if (t.width > t.container + 0.5)
+            found.push(
+              `${width} ${path}: table "${t.label}" is ${Math.round(t.width)} px in ${t.container} px`,
+            )
+          if (width === 1280 && t.rows > 0 && t.median > 48)
+            found.push(`${width} ${path}: table "${t.label}" rows are ${t.median} px tall (median)`)
+        }
+        for (const n of new Set(layout.operatorNames)) found.push(`${width} ${path}: names "${n}"`)
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 900 })
+    console.log(report.join('\n'))
+    expect(found).toEqual([])
+  }, 240_000)
+})
+
 describe('console: session expiry', () => {
   const age = (column: 'last_seen_at' | 'expires_at', interval: string) =>
     withDatabase((db) =>

@@ -5,6 +5,7 @@
  * message beside it, the secret shown once with its copy button, and the notice for an API
  * refusal (with the upgrade link of an action-required body).
  */
+import { raw } from 'hono/html'
 import type { Child, FC, PropsWithChildren } from 'hono/jsx'
 import type { ApiResult } from './console-api'
 import { CsrfField, Notice, TableRegion } from './layout'
@@ -13,9 +14,37 @@ export interface Column {
   label: string
   /** Right-aligned tabular figures. */
   num?: boolean
+  /** Width in rem of a column of a `fixed` table (the others share what is left). */
+  rem?: 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12 | 14 | 16 | 18
 }
 
-/** A table of `rows` with one header per column and `empty` in a full-width row when none. */
+const escapeAttribute = (text: string) =>
+  text.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;')
+
+/**
+ * A row with each cell labelled by its column (`data-label`): on a narrow screen the rows stack and
+ * each cell shows its label before it (console.css.ts). Rows are plain server-rendered HTML, and no
+ * cell holds a nested table, so every `<td` of the row's HTML is one of its cells, in order.
+ */
+function labelled(row: Child, labels: readonly string[]) {
+  let cell = 0
+  const text = String(row).replace(/<tr(?=[\s>])|<td(?=[\s>])/g, (tag) => {
+    if (tag === '<tr') {
+      cell = 0
+      return tag
+    }
+    const label = labels[cell++]
+    return label ? `<td data-label="${escapeAttribute(label)}"` : tag
+  })
+  return raw(text)
+}
+
+/**
+ * A table of `rows` with one header per column and `empty` in a full-width row when none. At 761 px
+ * and wider each cell holds one line (longer text ends in an ellipsis; its whole text stays in the
+ * page, for copying and for `title`), so rows stay compact; a `fixed` table gives its columns the
+ * widths they name and shares the rest. Narrower, the rows stack, each cell under its label.
+ */
 export function DataTable<T>(props: {
   label: string
   columns: readonly (string | Column | null)[]
@@ -23,14 +52,23 @@ export function DataTable<T>(props: {
   row: (item: T) => Child
   empty: string
   caption?: Child
+  fixed?: boolean
 }) {
   const columns = props.columns
     .filter((c): c is string | Column => c !== null)
     .map((c) => (typeof c === 'string' ? { label: c } : c))
+  const labels = columns.map((c) => c.label)
   return (
     <TableRegion label={props.label}>
-      <table>
+      <table class={props.fixed ? 'fixed' : undefined}>
         {props.caption ? <caption class="muted">{props.caption}</caption> : null}
+        {props.fixed ? (
+          <colgroup>
+            {columns.map((c) => (
+              <col class={c.rem ? `w-${c.rem}` : undefined} />
+            ))}
+          </colgroup>
+        ) : null}
         <thead>
           <tr>
             {columns.map((c) => (
@@ -41,7 +79,7 @@ export function DataTable<T>(props: {
           </tr>
         </thead>
         <tbody>
-          {props.rows.map(props.row)}
+          {props.rows.map((item) => labelled(props.row(item), labels))}
           {props.rows.length === 0 ? (
             <tr>
               <td colspan={columns.length} class="muted">
@@ -54,6 +92,19 @@ export function DataTable<T>(props: {
     </TableRegion>
   )
 }
+
+/** Pages of a list: links to the newest page and the next older one (what the API's cursor allows). */
+export const Pager: FC<{ newest: string | null; older: string | null; what: string }> = ({
+  newest,
+  older,
+  what,
+}) =>
+  newest || older ? (
+    <nav class="pager" aria-label={`Pages of ${what}`}>
+      {newest ? <a href={newest}>Newest {what}</a> : null}
+      {older ? <a href={older}>Older {what}</a> : null}
+    </nav>
+  ) : null
 
 /**
  * A POST form that does one thing: the session's CSRF token, any extra fields (`children`, before

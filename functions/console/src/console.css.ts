@@ -1,9 +1,12 @@
 /**
  * The console's stylesheet. Colours meet WCAG 2.2 AA contrast on their backgrounds (text 4.5:1 or
  * more, e.g. #4a5562 on white 7.4:1, links #0b57d0 6.6:1, white on #0b57d0 6.6:1, #a4211a on
- * #fdecea 6.5:1); focus is always visible; below 760 px the navigation becomes a wrapping row, fact
- * lists stack label over value, and wide tables and day charts scroll inside their own region (a
- * chart keeps a width at which its axis labels stay legible, and starts scrolled to its newest day).
+ * #fdecea 6.5:1); focus is always visible. Table cells hold one line each (ellipsis beyond, the text
+ * itself kept for copying), hints beside their value, so rows stay compact; fixed tables give
+ * columns the widths their <col> classes name. Below 760 px the navigation becomes a wrapping row,
+ * fact lists stack label over value, table rows stack their cells each under its column's label
+ * (data-label, set by DataTable), and day charts scroll inside their own region (a chart keeps a
+ * width at which its axis labels stay legible, and starts scrolled to its newest day).
  */
 export const CONSOLE_CSS = `
 *,*::before,*::after{box-sizing:border-box}
@@ -26,12 +29,12 @@ header.top button:hover{background:#23345a}
 .mode-switch{display:flex;gap:.25rem;align-items:center}
 .mode-switch button[aria-pressed=true]{background:#fff;color:#14213d;border-color:#fff;font-weight:600}
 .shell{display:flex;min-height:calc(100vh - 52px)}
-nav.side{flex:0 0 13rem;background:#fff;border-right:1px solid #d8dde4;padding:1rem 0}
+nav.side{flex:0 0 11.5rem;background:#fff;border-right:1px solid #d8dde4;padding:1rem 0}
 nav.side ul{list-style:none;margin:0;padding:0}
 nav.side a{display:block;padding:.45rem 1.25rem;color:#1b1f24;text-decoration:none}
 nav.side a:hover{background:#eef2f8}
 nav.side a[aria-current=page]{background:#e3ecfb;color:#0b3d91;font-weight:600;border-left:4px solid #0b57d0;padding-left:calc(1.25rem - 4px)}
-main{flex:1;min-width:0;padding:1.5rem 2rem 3rem;max-width:78rem}
+main{flex:1;min-width:0;padding:1.5rem 1.5rem 3rem;max-width:80rem}
 h1{font-size:1.55rem;margin:0 0 1rem}
 h2{font-size:1.15rem;margin:2rem 0 .75rem}
 p.lead{color:#4a5562;margin-top:-.5rem}
@@ -49,10 +52,26 @@ td .attributes code{white-space:normal;overflow-wrap:anywhere}
 .panel{background:#fff;border:1px solid #d8dde4;border-radius:8px;padding:1rem 1.25rem;margin-bottom:1.25rem}
 .table-wrap{position:relative;overflow-x:auto;background:#fff;border:1px solid #d8dde4;border-radius:8px;margin-bottom:1.25rem}
 table{border-collapse:collapse;width:100%;font-size:.92rem}
+table.fixed{table-layout:fixed}
+.w-4{width:4rem}.w-5{width:5rem}.w-6{width:6rem}.w-7{width:7rem}.w-8{width:8rem}.w-9{width:9rem}.w-10{width:10rem}.w-11{width:11rem}.w-12{width:12rem}.w-14{width:14rem}.w-16{width:16rem}.w-18{width:18rem}
+td{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:24rem}
+table.fixed td{max-width:none}
+td .hint{display:inline;margin-left:.4rem}
+td select{font-size:.85rem;padding:.15rem .2rem;width:auto;max-width:7rem}
+td .actions{gap:.3rem}
+td .actions{flex-wrap:nowrap}
+td details>summary{cursor:pointer;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+td details[open]{white-space:normal}
+td details[open]>summary{white-space:normal}
+td details[open] .attributes{margin-top:.3rem}
+td dl.facts{margin:.4rem 0 .2rem;font-size:.88rem}
+.pager{display:flex;gap:1.25rem;margin:0 0 1.25rem}
+td.clip-start{direction:rtl;text-align:left}
+td.clip-start>*{direction:ltr;unicode-bidi:isolate}
 caption{text-align:left;padding:.5rem .75rem;caption-side:top}
 .nowrap{white-space:nowrap}
 .mode-label{font-size:.9rem;color:#dfe6f3}
-th,td{text-align:left;padding:.55rem .75rem;border-bottom:1px solid #e6e9ee;vertical-align:top}
+th,td{text-align:left;padding:.5rem .65rem;border-bottom:1px solid #e6e9ee;vertical-align:top}
 th{background:#f0f2f5;font-weight:600;white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 tr:last-child td{border-bottom:0}
@@ -93,7 +112,8 @@ button[disabled]{opacity:.6;cursor:not-allowed}
 .badge.status-5xx{background:#fdecea;color:#a4211a;border-color:#f1a7a0}
 .badge.test{background:#eef0ff;color:#3730a3;border-color:#b8bdf5}
 .badge.live{background:#e3ecfb;color:#0b3d91;border-color:#9db8ec}
-.verify-result{display:block;margin-top:.35rem;font-size:.88rem;overflow-wrap:anywhere}
+.verify-result{display:block;margin-top:.35rem;font-size:.88rem;overflow-wrap:anywhere;white-space:normal}
+.verify-result:empty{display:none}
 .verify-result.ok{color:#14532d}
 .verify-result.bad{color:#a4211a}
 meter{width:100%;height:1rem}
@@ -142,5 +162,19 @@ ol.candidates p{margin:0 0 .5rem}
   dl.facts dd{margin-bottom:.6rem}
   .chart-scroll .chart{min-width:40rem}
   .totals-row{grid-template-columns:minmax(0,7rem) minmax(0,1fr) 3.5rem;gap:.5rem}
+  .table-wrap table,.table-wrap tbody,.table-wrap tr,.table-wrap td{display:block;width:100%}
+  .table-wrap table.fixed{table-layout:auto}
+  .table-wrap colgroup{display:none}
+  .table-wrap thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+  .table-wrap caption{display:block}
+  .table-wrap tr{border-bottom:1px solid #d8dde4;padding:.4rem 0}
+  .table-wrap tr:last-child{border-bottom:0}
+  .table-wrap td{display:flow-root;border:0;max-width:none;padding:.1rem .75rem .1rem 8.25rem;line-height:1.4;white-space:normal;overflow:visible;overflow-wrap:anywhere}
+  .table-wrap td::before{content:attr(data-label);float:left;margin-left:-7.5rem;width:7rem;font-weight:600;color:#4a5562;font-size:.85rem;overflow-wrap:normal}
+  .table-wrap td .actions{flex-wrap:wrap}
+  .table-wrap td[colspan]{padding-left:.75rem}
+  .table-wrap td.num{text-align:left}
+  .table-wrap td code{white-space:normal}
+  .table-wrap td details>summary{white-space:normal}
 }
 `

@@ -128,6 +128,11 @@ export function formatDate(iso: string | null | undefined): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`
 }
 
+/** The day alone (YYYY-MM-DD), where the time of day matters less than a compact row. */
+export function formatDay(iso: string | null | undefined): string {
+  return iso ? iso.slice(0, 10) : '—'
+}
+
 export function formatNumber(n: number): string {
   return n.toLocaleString('en-US')
 }

@@ -134,17 +134,15 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
       {runs.ok ? (
         <DataTable
           label="Agent runs"
+          fixed={true}
           columns={[
-            'Run',
-            'State',
-            'Model',
-            'Mode',
+            { label: 'Run', rem: 6 },
+            { label: 'State', rem: 9 },
+            { label: 'Model and mode', rem: 12 },
             'Started by',
-            { label: 'Turns', num: true },
-            { label: 'Tokens', num: true },
-            { label: 'Cost', num: true },
-            'Created, updated',
-            'Actions',
+            { label: 'Tokens and cost', rem: 10 },
+            { label: 'Updated', rem: 12 },
+            { label: 'Actions', rem: 8 },
           ]}
           rows={runs.body.data}
           empty={filter ? `No ${filter} runs.` : 'No runs yet.'}
@@ -158,19 +156,14 @@ async function renderList(c: ConsoleContext, flash?: Flash) {
               <td>
                 <StateBadge state={run.state} />
               </td>
-              <td class="nowrap">{run.model}</td>
-              <td class="nowrap">
-                <span class={`badge ${run.mode}`}>{run.mode}</span> {run.agent_mode}
+              <td>
+                {run.model} <span class={`badge ${run.mode}`}>{run.mode}</span> {run.agent_mode}
               </td>
-              <td>{names(run)}</td>
-              <td class="num">{run.turn_count}</td>
-              <td class="num">{formatNumber(run.usage.total_tokens)}</td>
-              <td class="num">${run.usage.cost_usd.toFixed(4)}</td>
-              <td class="nowrap">
-                {formatDate(run.created_at)}
-                <br />
-                <span class="hint">{formatDate(run.updated_at)}</span>
+              <td title={names(run)}>{names(run)}</td>
+              <td title={`${run.turn_count} ${run.turn_count === 1 ? 'turn' : 'turns'}`}>
+                {formatNumber(run.usage.total_tokens)} tokens · ${run.usage.cost_usd.toFixed(4)}
               </td>
+              <td title={`created ${formatDate(run.created_at)}`}>{formatDate(run.updated_at)}</td>
               <td>
                 {TERMINAL.has(run.state) ? null : (
                   <Actions>

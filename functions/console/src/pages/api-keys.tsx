@@ -18,7 +18,7 @@ import {
 } from '../components'
 import type { ConsoleApp, ConsoleContext } from '../console.context'
 import type { ApiResult } from '../console-api'
-import { CsrfField, Frame, formatDate, Notice } from '../layout'
+import { CsrfField, Frame, formatDate, formatDay, Notice } from '../layout'
 import { formList, formString, frameOf, html, isAdmin } from '../page'
 
 interface NewSecret {
@@ -34,11 +34,12 @@ interface PageState {
   createError?: { message: string; param: string | null; values: Record<string, string | string[]> }
 }
 
+/** How long the old key keeps working after a rotation (the select beside Rotate). */
 const GRACE_CHOICES = [
-  { seconds: 0, label: 'none (stops at once)' },
-  { seconds: 3600, label: '1 hour' },
-  { seconds: 86_400, label: '1 day' },
-  { seconds: 7 * 86_400, label: '7 days' },
+  { seconds: 0, label: 'no grace' },
+  { seconds: 3600, label: 'grace 1 h' },
+  { seconds: 86_400, label: 'grace 1 day' },
+  { seconds: 7 * 86_400, label: 'grace 7 days' },
 ] as const
 
 const ROLES = ['member', 'admin', 'owner'] as const
@@ -48,21 +49,24 @@ function KeyRow({ k, csrf, admin, myRank }: { k: ApiKey; csrf: string; admin: bo
   const live = k.status === 'active' || k.status === 'expiring'
   return (
     <tr data-key-id={k.id}>
-      <td>{k.name}</td>
-      <td class="nowrap">
-        <code>{k.redacted_value}</code>
+      <td title={`${k.name} ${k.redacted_value}, created ${formatDate(k.created_at)}`}>
+        {k.name}{' '}
+        <span class="hint">
+          <code>…{k.suffix}</code>
+        </span>
       </td>
       <td>
         <span class={`badge ${k.status}`}>{k.status}</span>
         {k.replaced_by ? <span class="hint">rotated</span> : null}
       </td>
-      <td>
+      <td title={k.scopes.join(', ') || 'all scopes'}>
         {k.role}
         <span class="hint">{k.scopes.length ? k.scopes.join(', ') : 'all scopes'}</span>
       </td>
-      <td class="nowrap">{formatDate(k.created_at)}</td>
-      <td class="nowrap">{formatDate(k.last_used_at)}</td>
-      <td>{k.revoked_at ? `revoked ${formatDate(k.revoked_at)}` : formatDate(k.expires_at)}</td>
+      <td>{formatDate(k.last_used_at)}</td>
+      <td title={formatDate(k.revoked_at ?? k.expires_at)}>
+        {k.revoked_at ? `revoked ${formatDay(k.revoked_at)}` : formatDay(k.expires_at)}
+      </td>
       {admin ? (
         <td>
           {live && ROLES.indexOf(k.role) <= myRank ? (
@@ -80,7 +84,7 @@ function KeyRow({ k, csrf, admin, myRank }: { k: ApiKey; csrf: string; admin: bo
                   <select id={`grace-${k.id}`} name="grace_period_seconds">
                     {GRACE_CHOICES.map((g) => (
                       <option value={String(g.seconds)} selected={g.seconds === 86_400}>
-                        old key works {g.label}
+                        {g.label}
                       </option>
                     ))}
                   </select>{' '}
@@ -235,15 +239,14 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
       <DataTable
         label={`${mode} API keys`}
         caption={`${keys.length} ${mode} key${keys.length === 1 ? '' : 's'}${admin ? '' : ' (members see the keys they created and the key they use)'}`}
+        fixed={true}
         columns={[
-          'Name',
-          'Key',
-          'Status',
-          'Role and scopes',
-          'Created',
-          'Last used',
-          'Expires',
-          admin ? 'Actions' : null,
+          'Name and key',
+          { label: 'Status', rem: 7 },
+          { label: 'Role and scopes', rem: 9 },
+          { label: 'Last used', rem: 12 },
+          { label: 'Expires', rem: 7 },
+          admin ? { label: 'Actions', rem: 18 } : null,
         ]}
         rows={keys}
         empty={`No ${mode} keys yet.`}

@@ -1,55 +1,120 @@
 /**
- * Audit log: the latest signed checkpoint and the workspace's entries, newest first, 50 a page;
- * each entry's inclusion proof can be verified in the browser (WebCrypto: the checkpoint's Ed25519
- * signature with the published log keys, the leaf hash, the Merkle path to the signed root).
+ * Audit log: the latest signed checkpoint and the workspace's entries, newest first, 25 a page, each
+ * a sentence that opens its fields; each entry's inclusion proof can be verified in the browser
+ * (WebCrypto: the checkpoint's Ed25519 signature with the published log keys, the leaf hash, the
+ * Merkle path to the signed root).
  */
 import type { Hono } from 'hono'
+import type { AuditEvent } from '../../../../shared/audit/audit-events'
 import type { ApiKeyList, Checkpoint, EntryList } from '../api-types'
-import { DataTable } from '../components'
+import { DataTable, Pager } from '../components'
 import type { ConsoleApp } from '../console.context'
 import { Frame, formatDate, Notice } from '../layout'
 import { frameOf, html } from '../page'
 
-const PAGE = 50
+/** Entries per page: compact rows, a screen or two, then "Older entries". */
+const PAGE = 25
+
+/** Turns an actor or a token's subject (`key:<id>`, `user:<id>`, `sa:<id>`) into a name the reader knows. */
+type Who = (actor: string) => string
+
+const words = (text: string) => text.replaceAll('_', ' ')
 
 /**
- * One line about an event, in the words of its kind. `who` turns an actor or a token's subject
- * (`key:<id>`, `user:<id>`) into a name the reader knows, when the page knows it.
+ * One sentence about an event, in the words of its kind (shared/audit/audit-events.ts lists them),
+ * naming actors and subjects as the reader knows them. Its fields are shown on demand beside it.
  */
-export function describeEvent(
-  event: Record<string, unknown>,
-  who: (actor: string) => string = (actor) => actor,
-): string {
-  const s = (k: string) =>
-    event[k] === undefined || event[k] === null
-      ? ''
-      : k === 'actor' || k === 'subject'
-        ? who(String(event[k]))
-        : String(event[k])
+export function describeEvent(event: AuditEvent, who: Who = (actor) => actor): string {
   switch (event.kind) {
     case 'api_key.changed':
-      return `API key ${s('name') || `…${s('suffix')}`} ${s('action')} by ${s('actor')}`
+      return `API key ${event.name ?? `…${event.suffix ?? ''}`} ${event.action} by ${who(event.actor)}`
     case 'service_account.changed':
-      return `Service account ${s('name') || s('service_account_id')} ${s('action')} by ${s('actor')}`
+      return `Service account ${event.name ?? event.service_account_id} ${event.action} by ${who(event.actor)}`
     case 'observability_token.changed':
-      return `Observability token ${s('name') || s('token_id')} ${s('action')} by ${s('actor')}`
+      return `Observability token ${event.name ?? event.token_id} ${event.action} by ${who(event.actor)}`
     case 'crypto_policy.changed':
-      return `Policy set to ${s('preset') || 'custom'} (${s('mode')}) by ${s('actor')}`
+      return `Policy set to ${event.preset ?? 'custom'} (${event.mode}) by ${who(event.actor)}`
     case 'crypto_policy.decision':
-      return `${s('outcome')}: ${s('algorithm')} (${s('context')}) on ${s('method')} ${s('path')}`
+      return `${event.outcome}: ${event.algorithm} (${event.context}) on ${event.method} ${event.path}`
     case 'token.issued':
-      return `Token for ${s('subject')} (${s('audience')}, ${s('alg')}, ${s('grant')})`
+      return `Token for ${who(event.subject)} (${event.audience}, ${event.alg}, ${event.grant})`
+    case 'refresh_token.family_revoked':
+      return `Sign-in of ${who(event.subject)} revoked: ${words(event.reason)}`
+    case 'signing_keys.changed':
+      return `${event.purpose === 'access_tokens' ? 'Token' : 'Audit log'} signing keys changed: ${event.keys.map((k) => `${k.alg} ${k.kid}`).join(', ')}`
     case 'agent_run.cancelled':
-      return `Agent run ${s('run_id')} cancelled by ${s('actor')}`
+      return `Agent run ${event.run_id} cancelled by ${who(event.actor)}`
     case 'billing.changed':
-      return `Billing changed by ${s('actor')}${s('plan_id') ? `: plan ${s('previous_plan_id')} → ${s('plan_id')}` : ''}`
+      return `Billing changed by ${who(event.actor)}${event.plan_id ? `: plan ${event.previous_plan_id ?? ''} → ${event.plan_id}` : ''}`
+    case 'provider_connection.changed':
+      return `QPU provider connection (${event.provider}) ${event.action} by ${who(event.actor)}`
+    case 'inference_receipt.issued':
+      return `Inference receipt ${event.receipt_id} signed (${event.alg})`
+    case 'attestation.issued':
+      return `Attestation issued to ${who(event.actor)}: ${event.subjects.length} ${event.subjects.length === 1 ? 'subject' : 'subjects'}, signed with ${event.signatures.map((x) => x.alg).join(' and ')}`
     default:
-      return Object.entries(event)
-        .filter(([k]) => k !== 'kind')
-        .slice(0, 3)
-        .map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`)
-        .join(', ')
+      // An entry of a kind this console does not know yet: its kind, and its fields on demand.
+      return `Event ${(event as { kind: string }).kind}`
   }
+}
+
+/** A field's value as the detail shows it: people and keys by name, lists and objects as compact JSON. */
+function fieldText(name: string, value: unknown, who: Who): string {
+  if (typeof value === 'string') {
+    if (name === 'started_by' && value.startsWith('sub:')) return who(value.slice(4))
+    return /^(key|user|sa):/.test(value) ? who(value) : value
+  }
+  return typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)
+}
+
+/** One entry: the sentence, which opens the event's fields and where the log put it. */
+function EntryRow({
+  index,
+  appended,
+  event,
+  who,
+}: {
+  index: number
+  appended?: string
+  event: AuditEvent
+  who: Who
+}) {
+  const { kind, ...fields } = event
+  return (
+    <tr data-entry-index={String(index)}>
+      <td class="num">{index}</td>
+      <td>{formatDate(appended)}</td>
+      <td>
+        <details>
+          <summary>{describeEvent(event, who)}</summary>
+          <dl class="facts">
+            <dt>Event</dt>
+            <dd>
+              <code>{kind}</code>
+            </dd>
+            {Object.entries(fields).map(([name, value]) => (
+              <>
+                <dt>{words(name)}</dt>
+                <dd>{fieldText(name, value, who)}</dd>
+              </>
+            ))}
+          </dl>
+        </details>
+      </td>
+      <td>
+        <button
+          type="button"
+          class="secondary small"
+          data-verify-index={String(index)}
+          data-output={`proof-${index}`}
+          aria-label={`Verify the inclusion proof of entry ${index}`}
+        >
+          Verify proof
+        </button>
+        <output id={`proof-${index}`} class="verify-result" aria-live="polite" />
+      </td>
+    </tr>
+  )
 }
 
 export function auditLogPages(app: Hono<ConsoleApp>): void {
@@ -134,40 +199,29 @@ export function auditLogPages(app: Hono<ConsoleApp>): void {
         </h2>
         <DataTable
           label="Audit log entries"
-          columns={['Index', 'Appended', 'Kind', 'What', 'Proof']}
+          fixed={true}
+          columns={[
+            { label: 'Index', num: true, rem: 5 },
+            { label: 'Appended', rem: 12 },
+            'What happened',
+            { label: 'Proof', rem: 9 },
+          ]}
           rows={rows}
           empty="No entries."
-          row={(e) => {
-            const appended = (JSON.parse(e.entry) as { appended_at?: string }).appended_at
-            return (
-              <tr data-entry-index={String(e.index)}>
-                <td>{e.index}</td>
-                <td class="nowrap">{formatDate(appended)}</td>
-                <td>
-                  <code>{String(e.event.kind)}</code>
-                </td>
-                <td>{describeEvent(e.event, who)}</td>
-                <td>
-                  <button
-                    type="button"
-                    class="secondary small"
-                    data-verify-index={String(e.index)}
-                    data-output={`proof-${e.index}`}
-                    aria-label={`Verify the inclusion proof of entry ${e.index}`}
-                  >
-                    Verify proof
-                  </button>
-                  <output id={`proof-${e.index}`} class="verify-result" aria-live="polite" />
-                </td>
-              </tr>
-            )
-          }}
+          row={(e) => (
+            <EntryRow
+              index={e.index}
+              appended={(JSON.parse(e.entry) as { appended_at?: string }).appended_at}
+              event={e.event as AuditEvent}
+              who={who}
+            />
+          )}
         />
-        {start > 0 ? (
-          <p>
-            <a href={`/console/audit-log?before=${start}`}>Older entries</a>
-          </p>
-        ) : null}
+        <Pager
+          what="entries"
+          newest={before < size ? '/console/audit-log' : null}
+          older={start > 0 ? `/console/audit-log?before=${start}` : null}
+        />
       </Frame>,
     )
   })

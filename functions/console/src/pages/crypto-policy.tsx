@@ -21,6 +21,12 @@ import { CsrfField, Frame, formatDate, Notice } from '../layout'
 import { formString, frameOf, html, isAdmin } from '../page'
 
 const PRESETS = ['default', 'strict', 'maximum', 'government'] as const
+/** The registry's lifecycle statuses as a reader says them. */
+const STATUS_WORDS: Record<AlgorithmList['data'][number]['status'], string> = {
+  NIST_FINAL: 'NIST final',
+  DRAFT: 'draft',
+  DEPRECATED: 'deprecated',
+}
 const CONTEXTS = [
   'request_declared',
   'token_signature',
@@ -302,7 +308,7 @@ function DecisionRow({
 }) {
   return (
     <tr data-decision-index={String(index)}>
-      <td>{index}</td>
+      <td class="num">{index}</td>
       <td>
         <span class={`badge ${outcome}`}>{outcome}</span>
       </td>
@@ -310,11 +316,13 @@ function DecisionRow({
         <code>{decision.algorithm}</code>
         <span class="hint">{decision.context}</span>
       </td>
-      <td>
+      <td title={`${decision.method} ${decision.path} ${decision.request_id}`}>
         {decision.method} <code>{decision.path}</code>
         <span class="hint mono">{decision.request_id}</span>
       </td>
-      <td>{(decision.rules ?? []).map((r) => r.rule).join(', ')}</td>
+      <td title={(decision.rules ?? []).map((r) => `${r.rule}: ${r.detail}`).join('\n')}>
+        {(decision.rules ?? []).map((r) => r.rule).join(', ')}
+      </td>
       <td>
         <button
           type="button"
@@ -356,7 +364,7 @@ function Registry({ registry }: { registry: ApiResult<AlgorithmList> }) {
             </td>
             <td>{a.standardName}</td>
             <td>{a.type}</td>
-            <td>{a.status}</td>
+            <td>{STATUS_WORDS[a.status]}</td>
             <td class="num">{a.securityLevel ?? '—'}</td>
             <td>{a.replacement ? `${a.replacement} by ${a.deprecationDate}` : '—'}</td>
           </tr>
@@ -420,7 +428,15 @@ async function render(c: ConsoleContext, state: PageState = {}, status = 200) {
       <ApiRefusal result={decisions} what="Violations" />
       <DataTable
         label="Policy decisions"
-        columns={['Log index', 'Outcome', 'Algorithm', 'Request', 'Broken rules', 'Proof']}
+        fixed={true}
+        columns={[
+          { label: 'Log index', num: true, rem: 6 },
+          { label: 'Outcome', rem: 6 },
+          'Algorithm',
+          'Request',
+          'Broken rules',
+          { label: 'Proof', rem: 9 },
+        ]}
         rows={decisions.ok ? decisions.body.data : []}
         empty="No violations recorded."
         row={(d) => (

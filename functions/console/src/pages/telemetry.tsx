@@ -40,18 +40,24 @@ function formatDuration(ms: number | null): string {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(3)} s`
 }
 
-/** Attributes as `key=value` chips; nothing shown as "—". */
+/** Attributes as `key=value` chips, opened from a one-line summary; nothing shown as "—". */
 function Attributes(props: { attributes: Record<string, string | number | boolean> }) {
   const entries = Object.entries(props.attributes)
   if (entries.length === 0) return <span class="muted">—</span>
   return (
-    <span class="attributes">
-      {entries.map(([key, value]) => (
-        <code>
-          {key}={String(value)}
-        </code>
-      ))}
-    </span>
+    <details>
+      <summary>
+        {entries.length} {entries.length === 1 ? 'attribute' : 'attributes'}:{' '}
+        {entries.map(([key]) => key).join(', ')}
+      </summary>
+      <span class="attributes">
+        {entries.map(([key, value]) => (
+          <code>
+            {key}={String(value)}
+          </code>
+        ))}
+      </span>
+    </details>
   )
 }
 
@@ -76,7 +82,15 @@ function ReceivedLately({ recent }: { recent: RecentTelemetry }) {
       <h3>Traces</h3>
       <DataTable
         label="Recent spans"
-        columns={['Started', 'Service', 'Span', { label: 'Duration', num: true }, 'Status', 'Attributes']}
+        fixed={true}
+        columns={[
+          { label: 'Started', rem: 12 },
+          'Service',
+          'Span',
+          { label: 'Duration', num: true, rem: 6 },
+          { label: 'Status', rem: 6 },
+          'Attributes',
+        ]}
         rows={spans}
         empty="No spans received yet."
         row={(s) => (
@@ -98,13 +112,14 @@ function ReceivedLately({ recent }: { recent: RecentTelemetry }) {
       <h3>Metrics</h3>
       <DataTable
         label="Recent metrics"
+        fixed={true}
         columns={[
-          'Received',
+          { label: 'Received', rem: 12 },
           'Service',
           'Metric',
-          'Type',
-          { label: 'Value', num: true },
-          { label: 'Points', num: true },
+          { label: 'Type', rem: 6 },
+          { label: 'Value', num: true, rem: 7 },
+          { label: 'Points', num: true, rem: 5 },
           'Attributes',
         ]}
         rows={metrics}
@@ -132,7 +147,8 @@ function ReceivedLately({ recent }: { recent: RecentTelemetry }) {
       <h3>Logs</h3>
       <DataTable
         label="Recent log records"
-        columns={['Time', 'Service', 'Severity', 'Body', 'Attributes']}
+        fixed={true}
+        columns={[{ label: 'Time', rem: 12 }, 'Service', { label: 'Severity', rem: 6 }, 'Body', 'Attributes']}
         rows={records}
         empty="No log records received yet."
         row={(r) => (
@@ -140,7 +156,7 @@ function ReceivedLately({ recent }: { recent: RecentTelemetry }) {
             <td class="nowrap">{formatDate(r.time ?? r.at)}</td>
             <td>{r.service ?? <span class="muted">unknown</span>}</td>
             <td>{r.severity}</td>
-            <td>{r.body}</td>
+            <td title={r.body}>{r.body}</td>
             <td>
               <Attributes attributes={r.attributes} />
             </td>
@@ -203,7 +219,15 @@ function ObservabilityTokens({
     <>
       <DataTable
         label="Observability tokens"
-        columns={['Name', 'Token', 'Status', 'Created', 'Last used', 'Actions']}
+        fixed={true}
+        columns={[
+          'Name',
+          { label: 'Token', rem: 9 },
+          { label: 'Status', rem: 9 },
+          { label: 'Created', rem: 12 },
+          { label: 'Last used', rem: 12 },
+          { label: 'Actions', rem: 12 },
+        ]}
         rows={tokens.data}
         empty="No observability tokens yet."
         row={(t) => (
@@ -310,13 +334,14 @@ function Ingestions({
       <h2>Newest ingestions</h2>
       <DataTable
         label="Newest ingestions"
+        fixed={true}
         columns={[
-          'Time',
-          'Request id',
-          'Signal',
+          { label: 'Time', rem: 12 },
+          { label: 'Request id', rem: 8 },
+          { label: 'Signal', rem: 5 },
           'Outcome',
-          { label: 'Items', num: true },
-          { label: 'Latency', num: true },
+          { label: 'Items', num: true, rem: 6 },
+          { label: 'Latency', num: true, rem: 6 },
           'Sent by',
         ]}
         rows={ingestions.data}
@@ -324,7 +349,7 @@ function Ingestions({
         row={(i) => (
           <tr>
             <td class="nowrap">{formatDate(i.created_at)}</td>
-            <td>
+            <td class="clip-start" title={i.request_id}>
               <code>{i.request_id}</code>
             </td>
             <td>{i.signal}</td>

@@ -4,9 +4,9 @@
  * tokens, credits).
  */
 import type { Hono } from 'hono'
-import type { ApiKey, ApiKeyList, UsageReport, UsageRequests } from '../api-types'
+import type { ApiKey, ApiKeyList, UsageReport, UsageRequest, UsageRequests } from '../api-types'
 import { BarChart, lastDays, TotalsChart, toSeries } from '../charts'
-import { DataTable } from '../components'
+import { DataTable, Pager } from '../components'
 import type { ConsoleApp } from '../console.context'
 import { Frame, formatCents, formatDate, formatLatency, formatNumber, Notice } from '../layout'
 import { frameOf, html } from '../page'
@@ -14,6 +14,8 @@ import { frameOf, html } from '../page'
 const PERIODS = [7, 14, 30, 90] as const
 const OUTCOMES = ['failed', 'succeeded'] as const
 const dollars = (cents: number) => `$${Number((cents / 100).toPrecision(3))}`
+/** Requests per page of the log: a page that fits a screen or two, then "Older requests". */
+const LOG_PAGE = 25
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /**
@@ -77,6 +79,54 @@ function UsageFilters(props: { days: number; keyId: string; outcome: string; mod
   )
 }
 
+/**
+ * The request log, one line a request: the request id is cut at the front (its distinctive end
+ * shows; the whole id is in the page and its title), the endpoint and key at their end.
+ */
+function RequestLog(props: { rows: UsageRequest[]; keyName: (principal: string) => string; empty: string }) {
+  return (
+    <DataTable
+      label="Request log"
+      fixed={true}
+      columns={[
+        { label: 'Time', rem: 12 },
+        { label: 'Request id', rem: 8 },
+        'Endpoint',
+        { label: 'Model', rem: 6 },
+        { label: 'Status', rem: 5 },
+        { label: 'Latency', num: true, rem: 5 },
+        { label: 'Tokens in / out', num: true, rem: 8 },
+        { label: 'Credits', num: true, rem: 5 },
+        'Key',
+      ]}
+      rows={props.rows}
+      empty={props.empty}
+      row={(r) => (
+        <tr>
+          <td>{formatDate(r.created_at)}</td>
+          <td class="clip-start" title={r.request_id}>
+            <code>{r.request_id}</code>
+          </td>
+          <td title={r.endpoint}>{r.endpoint}</td>
+          <td title={r.model}>{r.model}</td>
+          <td>
+            <RequestStatus status={r.status} />
+          </td>
+          <td class="num">{formatLatency(r.latency_ms)}</td>
+          <td class="num" title={r.estimated ? 'estimated' : undefined}>
+            {r.unit === 'tokens'
+              ? `${formatNumber(r.prompt_tokens)} / ${formatNumber(r.completion_tokens)}`
+              : `${formatNumber(r.quantity)} ${r.unit}`}
+            {r.estimated ? ' (estimated)' : ''}
+          </td>
+          <td class="num">{formatCents(r.credits_cents)}</td>
+          <td title={props.keyName(r.principal)}>{props.keyName(r.principal)}</td>
+        </tr>
+      )}
+    />
+  )
+}
+
 export function usagePages(app: Hono<ConsoleApp>): void {
   app.get('/usage', async (c) => {
     const api = c.get('api')
@@ -87,10 +137,11 @@ export function usagePages(app: Hono<ConsoleApp>): void {
     const outcome = OUTCOMES.find((o) => o === c.req.query('outcome')) ?? ''
     const filter = `mode=${mode}${keyId ? `&key_id=${keyId}` : ''}`
     const logFilter = `${filter}${outcome ? `&outcome=${outcome}` : ''}`
+    const filters = `days=${days}${keyId ? `&key_id=${keyId}` : ''}${outcome ? `&outcome=${outcome}` : ''}`
     const [usage, requests, keys] = await Promise.all([
       api.get<UsageReport>(`/platform/v1/usage?days=${days}&${filter}`),
       api.get<UsageRequests>(
-        `/platform/v1/usage/requests?limit=50&${logFilter}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        `/platform/v1/usage/requests?limit=${LOG_PAGE}&${logFilter}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       ),
       api.get<ApiKeyList>(`/platform/v1/api-keys?mode=${mode}`),
     ])
@@ -168,53 +219,20 @@ export function usagePages(app: Hono<ConsoleApp>): void {
           series={credits}
         />
         <h2 id="log-h">Request log</h2>
-        <DataTable
-          label="Request log"
-          columns={[
-            'Time',
-            'Request id',
-            'Endpoint',
-            'Model',
-            'Status',
-            { label: 'Latency', num: true },
-            { label: 'Tokens in / out', num: true },
-            { label: 'Credits', num: true },
-            'Key',
-          ]}
+        <RequestLog
           rows={log}
+          keyName={(principal) => keyName.get(principal) ?? principal}
           empty={`No ${outcome === 'failed' ? 'failed' : outcome === 'succeeded' ? 'succeeded' : 'metered'} requests ${cursor ? 'before this point' : 'yet'}.`}
-          row={(r) => (
-            <tr>
-              <td class="nowrap">{formatDate(r.created_at)}</td>
-              <td>
-                <code>{r.request_id}</code>
-              </td>
-              <td>{r.endpoint}</td>
-              <td>{r.model}</td>
-              <td>
-                <RequestStatus status={r.status} />
-              </td>
-              <td class="num nowrap">{formatLatency(r.latency_ms)}</td>
-              <td class="num">
-                {r.unit === 'tokens'
-                  ? `${formatNumber(r.prompt_tokens)} / ${formatNumber(r.completion_tokens)}`
-                  : `${formatNumber(r.quantity)} ${r.unit}`}
-                {r.estimated ? ' (estimated)' : ''}
-              </td>
-              <td class="num">{formatCents(r.credits_cents)}</td>
-              <td>{keyName.get(r.principal) ?? r.principal}</td>
-            </tr>
-          )}
         />
-        {requests.ok && requests.body.next_cursor ? (
-          <p>
-            <a
-              href={`/console/usage?days=${days}${keyId ? `&key_id=${keyId}` : ''}${outcome ? `&outcome=${outcome}` : ''}&cursor=${encodeURIComponent(requests.body.next_cursor)}`}
-            >
-              Older requests
-            </a>
-          </p>
-        ) : null}
+        <Pager
+          what="requests"
+          newest={cursor ? `/console/usage?${filters}` : null}
+          older={
+            requests.ok && requests.body.next_cursor
+              ? `/console/usage?${filters}&cursor=${encodeURIComponent(requests.body.next_cursor)}`
+              : null
+          }
+        />
       </Frame>,
     )
   })
