@@ -646,7 +646,12 @@ describe('RateLimiter: a principal’s unflushed usage (usage statements)', () =
     h.time.now = LATER + 120_000
     await settledBy(h, 'c', 'key:mine')
     const [b] = await query(h)
-    expect(b).toMatchObject({ reservationId: 'b', requestId: 'req_b', principal: 'key:mine', createdAt: LATER + 60_000 })
+    expect(b).toMatchObject({
+      reservationId: 'b',
+      requestId: 'req_b',
+      principal: 'key:mine',
+      createdAt: LATER + 60_000,
+    })
     expect(b).toMatchObject({ promptTokens: 30, completionTokens: 5, status: 200 })
     // [from, to): the period's bounds.
     expect(ids(await query(h, LATER + 60_000, LATER + 120_000))).toEqual(['b'])
