@@ -297,11 +297,17 @@ describe('usage statements', () => {
     await expect.poll(async () => (await inPostgres(handedOut.id)).length, { timeout: 20_000 }).toBe(4)
     received.push(await jsonCompletion(handedOut.key, 'svc-cell', 'fifth, as JSON'))
     received.push(await streamedCompletion(handedOut.key, 'svc-cell', 'sixth, streamed'))
-    const second = await api<StatementResponse>(handedOut.key, 'GET', statementPath)
+    // `current`: the calling key, for a holder that knows only its secret.
+    const second = await api<StatementResponse>(
+      handedOut.key,
+      'GET',
+      '/platform/v1/api-keys/current/usage-statement',
+    )
     expect(second.status).toBe(200)
     const again = await verifyOffline(second.body)
     expect(asRecord(again.rows)).toEqual(sorted(received))
     expect(again.totals.requests).toBe(6)
+    expect(again.key_id).toBe(handedOut.id)
     expect(again.statement_id).not.toBe(statement.statement_id)
     expect(second.body.audit_log.index).toBeGreaterThan(first.body.audit_log.index)
 

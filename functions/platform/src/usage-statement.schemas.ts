@@ -29,6 +29,16 @@ const usd = z
   })
 const instant = z.string().openapi({ description: 'RFC 3339 instant (UTC, milliseconds)' })
 
+/** `current`: the API key making the call, so a key that knows only its secret reads its own bill. */
+export const CURRENT_KEY = 'current'
+
+export const UsageStatementParamsSchema = z.object({
+  keyId: z.union([z.uuid(), z.literal(CURRENT_KEY)]).openapi({
+    description: 'The key’s id, or `current` for the API key making the call',
+    example: CURRENT_KEY,
+  }),
+})
+
 export const UsageStatementQuerySchema = z.object({
   period: z.enum(SPEND_PERIODS).optional().openapi({
     description:

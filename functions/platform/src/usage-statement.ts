@@ -14,7 +14,8 @@
  *
  * Who may read it (decision): whoever may read the key (owners and admins: every key of the
  * workspace; a member: the keys it created) and the key itself, whatever its scopes, so a key
- * handed to a customer or a CI job can fetch its own bill. The key's mode must be the caller's
+ * handed to a customer or a CI job can fetch its own bill (`current` for its id: such a holder
+ * knows only the secret). The key's mode must be the caller's
  * (test usage in test mode, live in live mode, as every usage read); otherwise, as for another
  * workspace's key, 404.
  */
@@ -31,15 +32,16 @@ import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { actorOf, type Identity } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { apiKeyNotFound, getApiKey } from './api-key-store'
-import { ApiKeyParamsSchema } from './api-keys.schemas'
 import { auditLogNamespace, renderInclusionProof, unwrap } from './audit-log'
 import type { PlatformEnv } from './platform.context'
 import { errorResponse } from './platform.schemas'
 import {
+  CURRENT_KEY,
   defaultStatementPeriod,
   USAGE_STATEMENT_PAYLOAD_TYPE,
   USAGE_STATEMENT_TYPE,
   type UsageStatement,
+  UsageStatementParamsSchema,
   UsageStatementQuerySchema,
   UsageStatementResponseSchema,
 } from './usage-statement.schemas'
@@ -48,6 +50,18 @@ import { settledRequests, statementRows } from './usage-statement-rows'
 /** A credential scoped away from the platform API reads its own statement only. */
 function readsOwnOnly(identity: Identity): boolean {
   return !scopesAllow(identity.scopes, ['platform:read', 'platform:write'])
+}
+
+/** The key asked for: its id, or the calling key for `current`. */
+function keyIdOf(identity: Identity, asked: string): string {
+  if (asked !== CURRENT_KEY) return asked
+  if (identity.principal.kind === 'api_key') return identity.principal.keyId
+  throw new AppError(
+    400,
+    'invalid_request',
+    '`current` names the API key making the call, and this credential is not an API key; give the key’s id.',
+    { param: 'keyId' },
+  )
 }
 
 function periodLabel(period: SpendPeriod): string {
@@ -64,14 +78,14 @@ export function usageStatementRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
       tags: ['API keys'],
       summary: "A key's usage in a period, signed (DSSE, ML-DSA-65) and recorded in the audit log",
       description:
-        "Every request the key settled in the period (UTC day, week from Monday, month, or total), each exactly once, with totals, signed with the deployment's ML-DSA-65 key of the JWKS as a DSSE envelope. The payload's sha256 is appended to your workspace's audit log (`usage_statement.issued`) and the answer carries that entry's inclusion proof and the signed checkpoint, so the statement can be verified offline. Owners and admins read any key's statement, a member the keys it created, and a key its own whatever its scopes; a key of the other mode (test/live) than the caller's is 404. Each call issues a new statement (and a new audit entry).",
-      request: { params: ApiKeyParamsSchema, query: UsageStatementQuerySchema },
+        "Every request the key settled in the period (UTC day, week from Monday, month, or total), each exactly once, with totals, signed with the deployment's ML-DSA-65 key of the JWKS as a DSSE envelope. The payload's sha256 is appended to your workspace's audit log (`usage_statement.issued`) and the answer carries that entry's inclusion proof and the signed checkpoint, so the statement can be verified offline. Owners and admins read any key's statement, a member the keys it created, and a key its own whatever its scopes (`current` names the calling key); a key of the other mode (test/live) than the caller's is 404. Each call issues a new statement (and a new audit entry).",
+      request: { params: UsageStatementParamsSchema, query: UsageStatementQuerySchema },
       responses: {
         200: {
           description: 'The signed statement and its audit-log proof',
           content: { 'application/json': { schema: UsageStatementResponseSchema } },
         },
-        400: errorResponse('invalid_request: `at` is in the future'),
+        400: errorResponse('invalid_request: `at` is in the future, or `current` without an API key'),
         404: errorResponse(
           'api_key_not_found in this workspace and mode (or not visible to this credential)',
         ),
@@ -83,7 +97,7 @@ export function usageStatementRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
     }),
     async (c) => {
       const identity = identityOf(c)
-      const { keyId } = c.req.valid('param')
+      const keyId = keyIdOf(identity, c.req.valid('param').keyId)
       const query = c.req.valid('query')
       const now = Date.now()
       const at = query.at === undefined ? now : Date.parse(query.at)
