@@ -6,10 +6,9 @@
  * signed it and that it was logged.
  */
 import { z } from '@hono/zod-openapi'
-import { toBase64 } from '../../shared/audit/checkpoint'
 import { canonicalJson, sha256Hex } from '../../shared/crypto/digests'
 import { preAuthEncoding } from '../../shared/crypto/dsse'
-import { utf8 } from '../../shared/crypto/encoding'
+import { base64Encode, utf8 } from '../../shared/crypto/encoding'
 
 export const RECEIPT_PAYLOAD_TYPE = 'application/vnd.svc.inference-receipt.v1+json'
 export const RECEIPT_TYPE = 'https://svc.dev/inference-receipt/v1'
@@ -125,8 +124,8 @@ export async function signReceipt(signer: DocumentSigner, payload: Uint8Array): 
     kid: signed.kid,
     envelope: {
       payloadType: RECEIPT_PAYLOAD_TYPE,
-      payload: toBase64(payload),
-      signatures: [{ keyid: signed.kid, sig: toBase64(signed.signature) }],
+      payload: base64Encode(payload),
+      signatures: [{ keyid: signed.kid, sig: base64Encode(signed.signature) }],
     },
   }
 }
