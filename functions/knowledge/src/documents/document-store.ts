@@ -31,6 +31,7 @@ import { AppError } from '../../../../shared/http/errors'
 import { checkDocumentAllowance } from '../../../../shared/plans/entitlements'
 import type { ResolvedPlan } from '../../../../shared/plans/plan-catalog'
 import { actionRequiredError } from '../../../../shared/plans/upgrade-decision'
+import { errorFields, log } from '../../../../shared/worker/log'
 import type { TenantScope } from '../../../../shared/worker/request-context'
 import type { Embedder } from '../retrieval/embeddings'
 import {
@@ -447,9 +448,7 @@ export async function retrieveChunks(
       ;[queryVector] = (await embedder.embed([request.query])) as [number[]]
     } catch (err) {
       if (!(err instanceof AppError) || err.status !== 502) throw err
-      console.warn(
-        JSON.stringify({ level: 'warn', code: err.code, detail: err.internalMessage ?? err.message }),
-      )
+      log('warn', 'embeddings_provider_failed', errorFields(err))
       vector = { state: 'unavailable', reason: 'embeddings_provider_failed' }
     }
   }
