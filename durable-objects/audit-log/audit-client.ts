@@ -28,7 +28,7 @@ import { AppError } from '../../shared/http/errors'
 import { log } from '../../shared/worker/log'
 import type { AuditLog, AuditReceipt } from './audit-log.do'
 
-export type { AuditEvent, AuditEventKind } from '../../shared/audit/audit-events'
+export type { AuditEvent } from '../../shared/audit/audit-events'
 export type { AuditReceipt }
 
 export type AuditLogNamespace = DurableObjectNamespace<AuditLog>

@@ -74,10 +74,6 @@ function toolOutputSchemas(env: McpEnv): Promise<Map<string, OutputSchema>> {
   return outputSchemas
 }
 
-export function clearToolOutputSchemas(): void {
-  outputSchemas = null
-}
-
 async function buildServer(caller: McpCaller): Promise<McpServer> {
   const schemas = await toolOutputSchemas(caller.env)
   const server = new McpServer(SERVER_INFO, {

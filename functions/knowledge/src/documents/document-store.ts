@@ -47,7 +47,6 @@ import { type Chunk, chunkText } from './chunking'
 
 /** Largest document content accepted, in UTF-8 bytes (the route's body limit is 2 MiB). */
 export const MAX_DOCUMENT_BYTES = 1024 * 1024
-export const MAX_SOURCE_CHARS = 1024
 /**
  * Most chunk rows one statement of an upload inserts or gives vectors to: about 0.1–0.4 s of the
  * local database's one session (measured: 100 rows took 0.4–1.6 s on PGlite on a loaded machine).
