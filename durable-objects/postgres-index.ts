@@ -5,7 +5,7 @@
  * nothing; writes carry a version that only grows, so a repeated or late one is harmless.
  */
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../shared/db/client'
-import { describeError } from '../shared/db/errors'
+import { errorFields, log } from '../shared/worker/log'
 
 /** The first retry of a failed index write, and the longest wait between two. */
 export const INDEX_RETRY_MIN_MS = 5_000
@@ -32,9 +32,7 @@ export async function writeIndex(
     await write(database.db)
     return true
   } catch (err) {
-    console.error(
-      JSON.stringify({ level: 'warn', event: what.event, ...what.ref, detail: describeError(err) }),
-    )
+    log('warn', what.event, { ...what.ref, ...errorFields(err) })
     return false
   } finally {
     await database?.close()

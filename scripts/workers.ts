@@ -12,14 +12,6 @@ import { type BundleCache, openBundleCache } from './bundle-cache.ts'
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
-export interface WorkerConfig {
-  /** Path of the wrangler config, relative to the repository root. */
-  configPath: string
-  name: string
-  /** Absolute path of the TypeScript entry (`main`). */
-  main: string
-}
-
 export function workerConfigPaths(): string[] {
   const families = readdirSync(path.join(ROOT, 'functions'))
     .map((dir) => path.join('functions', dir, 'wrangler.toml'))

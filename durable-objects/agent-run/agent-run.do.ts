@@ -27,6 +27,7 @@ import { modelEntry } from '../../shared/catalog/model-catalog'
 import { AppError, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
+import { logServerError } from '../../shared/worker/log'
 import type { Identity, Mode } from '../../shared/worker/request-context'
 import { INDEX_RETRY_MIN_MS, indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
@@ -92,12 +93,6 @@ export interface RunErrorData {
 }
 
 export type RunReply = { ok: true; run: RunStatus } | { ok: false; error: RunErrorData }
-
-/** Logs what the object could not handle (5xx); the detail never reaches a client. */
-function logServerError(e: AppError): void {
-  if (e.status < 500) return
-  console.error(JSON.stringify({ level: 'error', code: e.code, detail: e.internalMessage ?? e.message }))
-}
 
 export function errorData(err: unknown): RunErrorData {
   const e = toAppError(err)

@@ -21,6 +21,7 @@ import { type AppError, toAppError } from '../../shared/http/errors'
 import { checkContextLimit, resolvePlan, upgradeMessage } from '../../shared/plans'
 import { countPromptTokens } from '../../shared/providers'
 import type { ProviderChatMessage, ProviderChatRequest } from '../../shared/providers/chat-wire'
+import { errorFields, log } from '../../shared/worker/log'
 import { type EventDataOf, nextRunState, type RunState } from './agent-events'
 import type { TurnRow } from './agent-run.store'
 import { retryDelayMs, turnOutputBudget } from './agent-settings'
@@ -69,14 +70,7 @@ export class TurnLoop {
     } catch (err) {
       if (err instanceof TurnStopped || exec.controller.signal.aborted) return
       const error = toAppError(err)
-      console.error(
-        JSON.stringify({
-          level: 'error',
-          turn_id: exec.turnId,
-          code: error.code,
-          detail: error.internalMessage ?? error.message,
-        }),
-      )
+      log('error', 'turn_failed', { turn_id: exec.turnId, ...errorFields(error) })
       this.fail(exec.turnId, { code: error.code, message: error.message }, error.status >= 500)
     }
   }

@@ -25,9 +25,10 @@
 
 import { type AuditEvent, AuditEventSchema } from '../../shared/audit/audit-events'
 import { AppError } from '../../shared/http/errors'
+import { log } from '../../shared/worker/log'
 import type { AuditLog, AuditReceipt } from './audit-log.do'
 
-export type { AuditEvent, AuditEventKind } from '../../shared/audit/audit-events'
+export type { AuditEvent } from '../../shared/audit/audit-events'
 export type { AuditReceipt }
 
 export type AuditLogNamespace = DurableObjectNamespace<AuditLog>
@@ -99,8 +100,6 @@ export async function appendAuditEvent(
     }
     if (attempt < ATTEMPTS) await new Promise((r) => setTimeout(r, RETRY_DELAY_MS * 3 ** (attempt - 1)))
   }
-  console.error(
-    JSON.stringify({ level: 'error', event: 'audit_append_failed', kind: event.kind, detail: lastError }),
-  )
+  log('error', 'audit_append_failed', { kind: event.kind, detail: lastError })
   throw unavailable(lastError)
 }

@@ -1,13 +1,9 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import type { AuditEvent } from '../../shared/audit/audit-events'
-import {
-  compareCheckpoints,
-  fromBase64,
-  parseCheckpointNote,
-  verifyCheckpointNote,
-} from '../../shared/audit/checkpoint'
+import { compareCheckpoints, parseCheckpointNote, verifyCheckpointNote } from '../../shared/audit/checkpoint'
 import { verifyConsistency } from '../../shared/audit/merkle'
+import { base64Decode } from '../../shared/crypto/encoding'
 import * as independent from '../../test/support/independent-merkle'
 import { type AuditLogNamespace, appendAuditEvent, auditLogOf } from './audit-client'
 import type { AuditLog } from './audit-log.do'
@@ -32,7 +28,10 @@ const decision = (i: number): AuditEvent => ({
 
 async function publicKeys() {
   const ring = await logKeyRing(LOG_SIGNING_KEYS)
-  return { ed25519: fromBase64(ring.keys[0]!.public_key)!, mlDsa44: fromBase64(ring.keys[1]!.public_key)! }
+  return {
+    ed25519: base64Decode(ring.keys[0]!.public_key)!,
+    mlDsa44: base64Decode(ring.keys[1]!.public_key)!,
+  }
 }
 
 async function verifiedProofs(log: DurableObjectStub<AuditLog>, tenantId: string, indexes: number[]) {

@@ -39,6 +39,7 @@ import { canonicalJson } from '../../shared/crypto/digests'
 import { utf8 } from '../../shared/crypto/encoding'
 import { createSelfTestSuite, type SelfTestReport } from '../../shared/crypto/self-test'
 import { AppError } from '../../shared/http/errors'
+import { errorFields, log } from '../../shared/worker/log'
 import { AuditLogStore, type CheckpointRow, type LogMeta } from './audit-log.store'
 import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin } from './log-keys'
 
@@ -189,7 +190,7 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
       })
     } catch (err) {
       this.size = this.store.size()
-      console.error(JSON.stringify({ level: 'error', event: 'audit_append_failed', detail: String(err) }))
+      log('error', 'audit_append_failed', errorFields(err))
       for (const item of batch) item.resolve(refusal(err))
       return
     }
@@ -254,14 +255,7 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
           root,
         )
       } catch (err) {
-        console.error(
-          JSON.stringify({
-            level: 'error',
-            event: 'audit_log_inconsistent',
-            log: meta.origin,
-            detail: String(err),
-          }),
-        )
+        log('error', 'audit_log_inconsistent', { log: meta.origin, ...errorFields(err) })
         throw new AppError(
           500,
           'audit_log_inconsistent',
@@ -462,9 +456,7 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
           if (this.logMeta) await this.checkpointCurrent()
           this.store.completeWork('checkpoint')
         } catch (err) {
-          console.error(
-            JSON.stringify({ level: 'error', event: 'audit_checkpoint_failed', detail: String(err) }),
-          )
+          log('error', 'audit_checkpoint_failed', errorFields(err))
           this.store.completeWork('checkpoint')
           this.store.scheduleWork('checkpoint', now + RETRY_CHECKPOINT_MS)
         }

@@ -3,10 +3,10 @@ import {
   rawPublicKey,
   SIGNATURE_TYPE_ED25519,
   SIGNATURE_TYPE_ML_DSA_44_COSIGNATURE,
-  toBase64,
   verifierKey,
 } from '../../shared/audit/checkpoint'
 import { canonicalJson, sha256Hex } from '../../shared/crypto/digests'
+import { base64Decode, base64Encode } from '../../shared/crypto/encoding'
 import { importSigningKey, type SigningKey } from '../../shared/crypto/jwk'
 import { AppError } from '../../shared/http/errors'
 
@@ -70,7 +70,7 @@ export async function logKeyRing(secret: string | undefined): Promise<LogKeyRing
       kid: k.kid,
       alg: k.alg as 'EdDSA' | 'ML-DSA-44',
       signature_type: k.alg === 'EdDSA' ? SIGNATURE_TYPE_ED25519 : SIGNATURE_TYPE_ML_DSA_44_COSIGNATURE,
-      public_key: toBase64(rawPublicKey(k.publicJwk)),
+      public_key: base64Encode(rawPublicKey(k.publicJwk)),
       state: k === ed25519 || k === mlDsa44 ? 'signing' : 'verify_only',
     }))
   const digest = `sha256:${sha256Hex(canonicalJson(keys))}`
@@ -82,11 +82,8 @@ export async function logKeyRing(secret: string | undefined): Promise<LogKeyRing
 /** The verifier keys (C2SP vkeys) of one log: its origin is the key name. */
 export function logVerifierKeys(ring: LogKeyRing, origin: string): string[] {
   return ring.keys.map((k) =>
-    verifierKey(
-      origin,
-      k.signature_type,
-      Uint8Array.from(atob(k.public_key), (c) => c.charCodeAt(0)),
-    ),
+    // public_key was written by base64Encode above, so it always decodes.
+    verifierKey(origin, k.signature_type, base64Decode(k.public_key)!),
   )
 }
 

@@ -4,6 +4,7 @@
  * an AppError's class does not survive serialisation; the worker turns them back into AppErrors.
  */
 import { AppError, toAppError } from '../../shared/http/errors'
+import { logServerError } from '../../shared/worker/log'
 import type { Identity, Mode } from '../../shared/worker/request-context'
 import type { InferenceReceiptResponse } from './inference-receipt'
 import type { JobCreateRequest, ReasoningJob as ReasoningJobRecord } from './job.schemas'
@@ -51,9 +52,7 @@ export type JobReply = { ok: true; job: ReasoningJobRecord } | { ok: false; erro
 
 export function errorData(err: unknown): JobErrorData {
   const e = toAppError(err)
-  if (e.status >= 500) {
-    console.error(JSON.stringify({ level: 'error', code: e.code, detail: e.internalMessage ?? e.message }))
-  }
+  logServerError(e)
   return {
     status: e.status,
     code: e.code,

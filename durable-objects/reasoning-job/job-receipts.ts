@@ -3,8 +3,9 @@
  * inference-receipt.ts): the statement of what the job did, signed by the auth worker with the
  * token keys and recorded in the tenant's audit log, and read back by its owner.
  */
-import { toBase64 } from '../../shared/audit/checkpoint'
+
 import { sha256Hex } from '../../shared/crypto/digests'
+import { base64Encode } from '../../shared/crypto/encoding'
 import { AppError } from '../../shared/http/errors'
 import { appendAuditEvent } from '../audit-log/audit-client'
 import {
@@ -70,7 +71,7 @@ export class JobReceipts {
         },
         { idempotencyKey: `inference-receipt:${receipt.receipt_id}` },
       )
-      store.setReceiptLog({ origin: entry.log, index: entry.index, leaf_hash: toBase64(entry.leafHash) })
+      store.setReceiptLog({ origin: entry.log, index: entry.index, leaf_hash: base64Encode(entry.leafHash) })
     }
     this.host.commit({ receipt_id: receipt.receipt_id }, this.host.now())
     store.unschedule('issue_receipt')

@@ -7,6 +7,7 @@
  */
 import { AppError } from '../../shared/http/errors'
 import { resolvePlan } from '../../shared/plans'
+import { errorFields, log } from '../../shared/worker/log'
 import { type EnqueueReply, runQueueName, type SlotAnswer } from '../reasoning-run-queue/run-queue.protocol'
 import { isTerminal } from './job.schemas'
 import { jobObjectName } from './job-calls'
@@ -108,7 +109,5 @@ export class RunSlot {
 
 /** The queue could not be reached; the due work that re-drives the step is already stored. */
 export function logRunQueueTrouble(step: 'enqueue' | 'release', err: unknown): void {
-  console.error(
-    JSON.stringify({ level: 'error', event: 'reasoning_run_queue_unreachable', step, detail: String(err) }),
-  )
+  log('error', 'reasoning_run_queue_unreachable', { step, ...errorFields(err) })
 }

@@ -11,7 +11,6 @@ export const REASONING_MODELS = ['svc-hive', 'svc-swarm'] as const
 export type ReasoningModel = (typeof REASONING_MODELS)[number]
 
 export const REASONING_PRODUCTS = ['simulation_cloud', 'managed_qpu', 'byopa_managed'] as const
-export type ReasoningProduct = (typeof REASONING_PRODUCTS)[number]
 
 export const JOB_STATUSES = [
   'queued',
@@ -54,7 +53,6 @@ export const SCORING_METHOD_OF: Readonly<Record<ReasoningModel, ScoringMethod>> 
 }
 
 export const FALLBACK_REASONS = ['selector_unreachable', 'invalid_selection'] as const
-export type FallbackReason = (typeof FALLBACK_REASONS)[number]
 
 export const REAL_REQUEST_STATUSES = [
   'not_requested',
@@ -65,7 +63,6 @@ export const REAL_REQUEST_STATUSES = [
   'quantum_allowance_exhausted',
   'released_after_failure',
 ] as const
-export type RealRequestStatus = (typeof REAL_REQUEST_STATUSES)[number]
 
 export const OUTCOME_STATES = [
   'not_started',
@@ -74,7 +71,6 @@ export const OUTCOME_STATES = [
   'outcome_unknown',
   'reconciled',
 ] as const
-export type OutcomeState = (typeof OUTCOME_STATES)[number]
 
 export const WORKSPACE_ROLES = ['owner', 'admin', 'member'] as const
 

@@ -39,6 +39,7 @@ import { AppError } from '../../shared/http/errors'
 import { estimateCostUnits } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
 import type { QpuClaim, QpuJobPort, QpuOutcome } from '../../shared/quantum/qpu-queue'
+import { errorFields, log } from '../../shared/worker/log'
 import { isTestMode, principalId } from '../../shared/worker/request-context'
 import type { RunSlotHolder, SlotAnswer } from '../reasoning-run-queue/run-queue.protocol'
 import { isTerminal, type ReasoningJob as ReasoningJobRecord } from './job.schemas'
@@ -344,14 +345,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       try {
         await this.run(due.kind)
       } catch (err) {
-        console.error(
-          JSON.stringify({
-            level: 'error',
-            event: 'reasoning_step_crashed',
-            kind: due.kind,
-            detail: String(err),
-          }),
-        )
+        log('error', 'reasoning_step_crashed', { kind: due.kind, ...errorFields(err) })
         this.store.schedule(due.kind, this.now() + RETRY_CRASHED_STEP_MS)
       }
     }

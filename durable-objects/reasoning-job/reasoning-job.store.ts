@@ -32,7 +32,6 @@ import {
 import {
   FALLBACK_REASONS,
   JOB_STATUSES,
-  type JobStatus,
   OUTCOME_STATES,
   REAL_REQUEST_STATUSES,
   REASONING_MODELS,
@@ -546,8 +545,4 @@ export class JobStore {
   nextDueAt(): number | null {
     return this.sql.exec<{ due_at: number | null }>(`SELECT min(due_at) AS due_at FROM due_work`).one().due_at
   }
-}
-
-export function isJobStatus(value: string): value is JobStatus {
-  return (JOB_STATUSES as readonly string[]).includes(value)
 }

@@ -21,6 +21,7 @@
  *   changes nothing but leaves a tombstone.
  */
 import { DurableObject } from 'cloudflare:workers'
+import { errorFields, log } from '../../shared/worker/log'
 import type { EnqueueCall, EnqueueReply, RunQueuePort, RunSlotHolder, SlotAnswer } from './run-queue.protocol'
 import { type EntryRow, RunQueueStore } from './run-queue.store'
 
@@ -100,14 +101,10 @@ export class ReasoningRunQueue extends DurableObject<RunQueueEnv> implements Run
         // Released meanwhile (the job's own release came first): nothing left to do.
         if (this.store.entry(entry.job_id)?.state !== 'running') return
         if (answer.status === 'rejected') {
-          console.error(
-            JSON.stringify({
-              level: 'error',
-              event: 'reasoning_run_slot_contact_failed',
-              job_id: entry.job_id,
-              detail: String(answer.reason),
-            }),
-          )
+          log('error', 'reasoning_run_slot_contact_failed', {
+            job_id: entry.job_id,
+            ...errorFields(answer.reason),
+          })
           return
         }
         if (answer.value === 'running') this.store.setContact(entry.job_id, after + CHECK_MS)

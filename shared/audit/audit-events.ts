@@ -203,7 +203,6 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
 ])
 
 export type AuditEvent = z.infer<typeof AuditEventSchema>
-export type AuditEventKind = AuditEvent['kind']
 
 /**
  * One log entry: the event with where and when it was appended. Its canonical JSON (sorted keys,

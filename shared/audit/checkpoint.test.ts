@@ -1,10 +1,10 @@
 import { ml_dsa44 } from '@noble/post-quantum/ml-dsa.js'
 import { describe, expect, it } from 'vitest'
+import { base64Decode } from '../crypto/encoding'
 import { generateSigningKey } from '../crypto/jwk'
 import {
   checkpointBody,
   compareCheckpoints,
-  fromBase64,
   noteKeyId,
   parseCheckpointNote,
   rawPublicKey,
@@ -17,7 +17,7 @@ const root = Uint8Array.from({ length: 32 }, (_, i) => i)
 
 describe('C2SP signed-note checkpoints', () => {
   it('computes the signed-note spec example verifier key (example.com/foo+530d903a+…)', () => {
-    const material = fromBase64('AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k')!
+    const material = base64Decode('AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k')!
     expect(material[0]).toBe(0x01)
     expect(verifierKey('example.com/foo', 0x01, material.slice(1))).toBe(
       'example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k',

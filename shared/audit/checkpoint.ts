@@ -15,7 +15,7 @@
  * The log signs with its own keys (LOG_SIGNING_KEYS), never the token keys: see docs/audit-log.md.
  */
 import { sha256 } from '@noble/hashes/sha2.js'
-import { base64urlDecode, bytesToHex, utf8 } from '../crypto/encoding'
+import { base64Decode, base64Encode, base64urlDecode, bytesToHex, utf8 } from '../crypto/encoding'
 import type { PublicJwk, SigningKey } from '../crypto/jwk'
 import { mlDsaFor } from '../crypto/post-quantum'
 
@@ -29,25 +29,10 @@ export interface TreeHead {
   rootHash: Uint8Array
 }
 
-export function toBase64(bytes: Uint8Array): string {
-  let binary = ''
-  for (const b of bytes) binary += String.fromCharCode(b)
-  return btoa(binary)
-}
-
-export function fromBase64(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) return null
-  try {
-    return Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
-  } catch {
-    return null
-  }
-}
-
 /** The note text (body) of a checkpoint, ending in a newline. */
 export function checkpointBody(head: TreeHead): string {
   if (!isValidKeyName(head.origin)) throw new RangeError(`invalid origin ${JSON.stringify(head.origin)}`)
-  return `${head.origin}\n${head.size}\n${toBase64(head.rootHash)}\n`
+  return `${head.origin}\n${head.size}\n${base64Encode(head.rootHash)}\n`
 }
 
 /** signed-note key names: non-empty, no Unicode spaces, no plus. */
@@ -79,7 +64,7 @@ export function verifierKey(name: string, type: number, publicKey: Uint8Array): 
   const material = new Uint8Array(publicKey.length + 1)
   material[0] = type
   material.set(publicKey, 1)
-  return `${name}+${bytesToHex(noteKeyId(name, type, publicKey))}+${toBase64(material)}`
+  return `${name}+${bytesToHex(noteKeyId(name, type, publicKey))}+${base64Encode(material)}`
 }
 
 function u64(value: number | bigint): Uint8Array {
@@ -145,8 +130,8 @@ export async function signCheckpoint(
   const edSignature = await signers.ed25519.sign(utf8.encode(body))
   const mlSignature = await signers.mlDsa44.sign(cosignedMessage(name, timestamp, head))
   const lines = [
-    `— ${name} ${toBase64(concat(noteKeyId(name, SIGNATURE_TYPE_ED25519, edPublic), edSignature))}`,
-    `— ${name} ${toBase64(concat(noteKeyId(name, SIGNATURE_TYPE_ML_DSA_44_COSIGNATURE, mlPublic), u64(timestamp), mlSignature))}`,
+    `— ${name} ${base64Encode(concat(noteKeyId(name, SIGNATURE_TYPE_ED25519, edPublic), edSignature))}`,
+    `— ${name} ${base64Encode(concat(noteKeyId(name, SIGNATURE_TYPE_ML_DSA_44_COSIGNATURE, mlPublic), u64(timestamp), mlSignature))}`,
   ]
   return { ...head, timestamp, note: `${body}\n${lines.join('\n')}\n` }
 }
@@ -166,12 +151,12 @@ export function parseCheckpointNote(note: string): ParsedNote | null {
   if (lines.length < 3) return null
   const [origin, sizeText, rootText] = lines as [string, string, string]
   if (!/^(0|[1-9][0-9]*)$/.test(sizeText)) return null
-  const rootHash = fromBase64(rootText)
+  const rootHash = base64Decode(rootText)
   if (rootHash?.length !== 32) return null
   const signatures: ParsedNote['signatures'] = []
   for (const line of note.slice(split + 2, -1).split('\n')) {
     const m = /^\u2014 (\S+) (\S+)$/u.exec(line)
-    const bytes = m ? fromBase64(m[2]!) : null
+    const bytes = m ? base64Decode(m[2]!) : null
     if (!m || !bytes || bytes.length < 5) return null
     signatures.push({ name: m[1]!, keyId: bytes.slice(0, 4), signature: bytes.slice(4) })
   }

@@ -8,7 +8,6 @@ export const MCP_RESOURCE_PATH = '/mcp'
 
 /** Scopes a token for the MCP resource can carry: calling tools, reading resources. */
 export const MCP_RESOURCE_SCOPES = ['mcp:tools', 'mcp:resources'] as const
-export type McpResourceScope = (typeof MCP_RESOURCE_SCOPES)[number]
 
 /** The resource identifier (RFC 8707) of the MCP endpoint under this public base URL. */
 export function mcpResource(baseUrl: string): string {

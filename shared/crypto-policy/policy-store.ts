@@ -11,6 +11,7 @@ import { canonicalJson, sha384Hex } from '../crypto/digests'
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../db/client'
 import { cryptoPolicies, cryptoPolicyViolations } from '../db/schema'
 import { AppError } from '../http/errors'
+import { errorFields, log } from '../worker/log'
 import { failedRules } from './enforcement'
 import {
   type AlgorithmCheck,
@@ -158,14 +159,10 @@ export function recordViolationsLater(
         database = openDatabase(env, { max: 1 })
         await recordViolations(database.db, records)
       } catch (err) {
-        console.error(
-          JSON.stringify({
-            level: 'warn',
-            event: 'crypto_violation_record_failed',
-            request_id: records[0]?.requestId,
-            detail: err instanceof AppError ? (err.internalMessage ?? err.message) : String(err),
-          }),
-        )
+        log('warn', 'crypto_violation_record_failed', {
+          request_id: records[0]?.requestId,
+          ...errorFields(err),
+        })
       } finally {
         await database?.close()
       }

@@ -3,7 +3,7 @@
  * one-signature envelope the deployment's signed documents use (inference receipts, usage
  * statements), signed by the auth worker's `sign` RPC with the token keys (verify with the JWKS).
  */
-import { toBase64 } from '../audit/checkpoint'
+import { base64Encode } from './encoding'
 
 const utf8 = new TextEncoder()
 
@@ -55,8 +55,8 @@ export async function signDocument<T extends string>(
     kid: signed.kid,
     envelope: {
       payloadType,
-      payload: toBase64(payload),
-      signatures: [{ keyid: signed.kid, sig: toBase64(signed.signature) }],
+      payload: base64Encode(payload),
+      signatures: [{ keyid: signed.kid, sig: base64Encode(signed.signature) }],
     },
   }
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
+  base64Decode,
+  base64Encode,
   base64urlDecode,
   base64urlEncode,
   bytesToHex,
@@ -21,6 +23,27 @@ describe('base64url', () => {
       expect(base64urlDecode(bad), bad).toBeNull()
     }
     expect(base64urlDecode('QQ')).toEqual(Uint8Array.from([0x41]))
+  })
+})
+
+describe('base64', () => {
+  it('round-trips bytes with padding', () => {
+    const bytes = Uint8Array.from([0xfb, 0xff, 0x01, 0x00])
+    expect(base64Encode(bytes)).toBe('+/8BAA==')
+    expect(base64Decode('+/8BAA==')).toEqual(bytes)
+    expect(base64Decode('')).toEqual(new Uint8Array())
+  })
+
+  it('encodes inputs larger than one slice of the binary string', () => {
+    const bytes = Uint8Array.from({ length: 100_003 }, (_, i) => (i * 7) & 0xff)
+    expect(base64Decode(base64Encode(bytes))).toEqual(bytes)
+  })
+
+  it('accepts only the canonical padded standard form', () => {
+    for (const bad of ['-_8BAA==', '+/8BAA', '+/8B AA==', '+/8BA===', '+/8BAB==', 'QR==', 'Q===', '=QQ=']) {
+      expect(base64Decode(bad), bad).toBeNull()
+    }
+    expect(base64Decode('QQ==')).toEqual(Uint8Array.from([0x41]))
   })
 })
 

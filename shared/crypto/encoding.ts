@@ -1,6 +1,7 @@
 /**
- * Byte encodings used by the crypto module: strict base64url (RFC 7515 §2, no padding,
- * canonical only), hex for test vectors, and a constant-time byte comparison.
+ * Byte encodings of the whole tree: strict base64url (RFC 7515 §2, no padding, canonical only),
+ * standard base64 (RFC 4648 §4: checkpoints, proofs, SRI integrity, PHC strings, upstream
+ * embeddings), hex for test vectors, and a constant-time byte comparison.
  */
 import { base64url } from 'jose'
 
@@ -27,6 +28,37 @@ export function base64urlDecode(text: string): Uint8Array | null {
     return null
   }
   return base64url.encode(bytes) === text ? bytes : null
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
+/** btoa takes a "binary string"; built in slices, as a spread of a large array overflows the stack. */
+function binaryString(bytes: Uint8Array): string {
+  let binary = ''
+  for (let i = 0; i < bytes.length; i += 0x8000)
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
+  return binary
+}
+
+/** Standard base64 (RFC 4648 §4), padded. */
+export function base64Encode(bytes: Uint8Array): string {
+  return btoa(binaryString(bytes))
+}
+
+/**
+ * Decodes padded standard base64 and returns `null` for anything else: the url alphabet,
+ * whitespace, missing padding, an impossible length, or a non-canonical encoding (unused trailing
+ * bits set), so that one byte string has exactly one accepted text form.
+ */
+export function base64Decode(text: string): Uint8Array<ArrayBuffer> | null {
+  if (!BASE64.test(text) || text.length % 4 !== 0) return null
+  let bytes: Uint8Array<ArrayBuffer>
+  try {
+    bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
+  } catch {
+    return null
+  }
+  return base64Encode(bytes) === text ? bytes : null
 }
 
 /** Decodes UTF-8 and returns `null` for invalid sequences instead of replacing them. */

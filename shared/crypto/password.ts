@@ -17,7 +17,7 @@
  */
 import { argon2id } from '@noble/hashes/argon2.js'
 import { AppError } from '../http/errors'
-import { constantTimeEqual, utf8 } from './encoding'
+import { base64Decode, base64Encode, constantTimeEqual, utf8 } from './encoding'
 import { defaultSelfTestSuite } from './self-test'
 
 export interface Argon2idParams {
@@ -42,23 +42,13 @@ export const MAX_PASSWORD_BYTES = 1024
 
 const PHC = /^\$argon2id\$v=(\d+)\$m=(\d+),t=(\d+),p=(\d+)\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/
 
-function encodeB64(bytes: Uint8Array): string {
-  let binary = ''
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replace(/=+$/, '')
-}
+/** PHC base64: the standard alphabet without padding. */
+const encodeB64 = (bytes: Uint8Array) => base64Encode(bytes).replace(/=+$/, '')
 
-/** Decodes PHC base64 (no padding); null unless canonical, so one hash has exactly one spelling. */
+/** Decodes PHC base64; null unless canonical, so one hash has exactly one spelling. */
 function decodeB64(text: string): Uint8Array | null {
-  if (text.length % 4 === 1) return null
-  let bytes: Uint8Array
-  try {
-    const binary = atob(text + '='.repeat((4 - (text.length % 4)) % 4))
-    bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0))
-  } catch {
-    return null
-  }
-  return encodeB64(bytes) === text ? bytes : null
+  if (text.includes('=') || text.length % 4 === 1) return null
+  return base64Decode(text + '='.repeat((4 - (text.length % 4)) % 4))
 }
 
 /** NIST SP 800-63B §5.1.1.2: normalise Unicode so the same password typed differently matches. */

@@ -105,13 +105,5 @@ export function databaseFailure(
   )
 }
 
-/** An error and its causes on one line for logs: drizzle and the driver wrap the reason a query or connection failed as `cause`. */
-export function describeError(err: unknown): string {
-  const parts: string[] = []
-  let current: unknown = err
-  for (let depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    parts.push(current instanceof Error ? current.message.split('\n')[0]! : String(current))
-    current = current instanceof Error ? current.cause : undefined
-  }
-  return parts.join(' <- ')
-}
+/** Kept here for the RateLimiter's imports; the definition lives with the logger. */
+export { describeError } from '../worker/log'

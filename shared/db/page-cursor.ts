@@ -6,6 +6,7 @@
  */
 import { type SQL, sql } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
+import { base64urlDecode, base64urlEncode, utf8, utf8Decode } from '../crypto/encoding'
 import { AppError } from '../http/errors'
 import { UUID } from '../http/uuid'
 
@@ -16,11 +17,7 @@ export interface PageKey {
 }
 
 export function encodePageCursor(key: PageKey): string {
-  const bytes = new TextEncoder().encode(`${key.createdAt}|${key.id}`)
-  return btoa(String.fromCharCode(...bytes))
-    .replaceAll('+', '-')
-    .replaceAll('/', '_')
-    .replace(/=+$/, '')
+  return base64urlEncode(utf8.encode(`${key.createdAt}|${key.id}`))
 }
 
 /** The key in a cursor this API returned; anything else is a 400 naming `param`. */
@@ -32,12 +29,9 @@ export function decodePageCursor(cursor: string, param: string): PageKey {
       `${param} is not a cursor this API returned; pass the next_cursor of the previous page unchanged, or omit it for the first page.`,
       { param },
     )
-  let text: string
-  try {
-    text = atob(cursor.replaceAll('-', '+').replaceAll('_', '/'))
-  } catch {
-    throw invalid()
-  }
+  const bytes = base64urlDecode(cursor)
+  const text = bytes && utf8Decode(bytes)
+  if (text == null) throw invalid()
   const [createdAt, id, ...rest] = text.split('|')
   if (rest.length > 0 || !createdAt || !id || !UUID.test(id) || Number.isNaN(Date.parse(createdAt)))
     throw invalid()

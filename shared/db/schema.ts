@@ -603,7 +603,9 @@ export const qpuProviderConnections = pgTable(
 /**
  * One row per (tenant, mode, Idempotency-Key): the request it was first used with (hash of the
  * canonical body) and the job that request created. Written under a transaction-scoped advisory
- * lock on the key, so concurrent requests with one key see one row. Kept 24 hours.
+ * lock on the key, so concurrent requests with one key see one row. Kept 24 hours. Queried with SQL
+ * text in functions/reasoning/src/idempotency.ts: nothing imports this table, which is declared for
+ * drizzle-kit (migrations are generated from this file), not dead.
  */
 export const reasoningIdempotencyKeys = pgTable(
   'reasoning_idempotency_keys',
@@ -627,7 +629,9 @@ export const reasoningIdempotencyKeys = pgTable(
 /**
  * The job index: the public job record without content, as its object last wrote it
  * (`record_version` only grows, so a late write never replaces a newer one). Pages are read in
- * (created_at, id) order, newest first.
+ * (created_at, id) order, newest first. Written with SQL text by
+ * durable-objects/reasoning-job/job-index.ts (an upsert guarded by record_version) and declared here
+ * for drizzle-kit, like reasoning_idempotency_keys.
  */
 export const reasoningJobs = pgTable(
   'reasoning_jobs',

@@ -119,18 +119,6 @@ export function isJsonContentType(value: string | null): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))
 }
 
-/** Parses a JSON request body; 415 for another content type, 400 with the position for bad JSON. */
-export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
-  if (!isJsonContentType(request.headers.get('content-type'))) {
-    throw new AppError(
-      415,
-      'unsupported_media_type',
-      `This endpoint takes a JSON body; send it with Content-Type: application/json (got ${request.headers.get('content-type') ?? 'no Content-Type'}).`,
-    )
-  }
-  return parseJsonBody(await readJsonText(request, maxBytes))
-}
-
 /** Parses the text of a JSON request body: 400 `missing_body` when empty, 400 `malformed_json` with the position. */
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') {

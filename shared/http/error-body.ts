@@ -18,8 +18,6 @@ export const ErrorBodySchema = z
   })
   .openapi('Error')
 
-export type ErrorBody = z.infer<typeof ErrorBodySchema>
-
 /** An OpenAPI response whose body is the public error body. */
 export const errorResponse = (description: string) => ({
   description,

@@ -120,6 +120,3 @@ export function toAppError(err: unknown): AppError {
     { internalMessage: internal, cause: err },
   )
 }
-
-export const badRequest = (code: string, message: string, param?: string) =>
-  new AppError(400, code, message, { param: param ?? null })

@@ -42,6 +42,7 @@ import { AppError } from '../http/errors'
 import type { PlanCatalog } from '../plans/plan-catalog'
 import { actionRequiredError } from '../plans/upgrade-decision'
 import type { NormalizedUsage } from '../providers/chat-wire'
+import { errorFields, log } from '../worker/log'
 import { type Identity, isTestMode, principalId } from '../worker/request-context'
 import {
   type AcquireInput,
@@ -251,16 +252,12 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const SETTLE_RETRY_DELAYS_MS = [0, 50, 250, 1_000]
 
 function logUsageUnrecorded(tenantId: string, input: SettleInput, err: unknown): void {
-  console.error(
-    JSON.stringify({
-      level: 'error',
-      event: 'usage_unrecorded',
-      tenant_id: tenantId,
-      request_id: input.requestId,
-      reservation_id: input.reservationId,
-      detail: err instanceof Error ? err.message : String(err),
-    }),
-  )
+  log('error', 'usage_unrecorded', {
+    request_id: input.requestId,
+    tenant_id: tenantId,
+    reservation_id: input.reservationId,
+    ...errorFields(err),
+  })
 }
 
 /** Milliseconds from admission to `endedAt`; null for a grant stored before admittedAt existed. */
@@ -438,15 +435,11 @@ export function openMeter(
       try {
         await object().checkpoint([settleInput(grant, usage, null)])
       } catch (err) {
-        console.error(
-          JSON.stringify({
-            level: 'warn',
-            event: 'usage_checkpoint_failed',
-            tenant_id: scope.tenantId,
-            request_id: grant.requestId,
-            detail: err instanceof Error ? err.message : String(err),
-          }),
-        )
+        log('warn', 'usage_checkpoint_failed', {
+          request_id: grant.requestId,
+          tenant_id: scope.tenantId,
+          ...errorFields(err),
+        })
       }
     },
     async headers() {

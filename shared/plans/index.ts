@@ -26,7 +26,6 @@ export {
   type PlanCatalogEnv,
   type PlanDomain,
   type PlanFeature,
-  type PlanId,
   parsePlanCatalog,
   planCatalogFromEnv,
   type ResolvedPlan,

@@ -13,7 +13,6 @@ import { MODEL_ALIASES, type ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
 
 export const PLAN_IDS = ['free', 'pro', 'team', 'enterprise'] as const
-export type PlanId = (typeof PLAN_IDS)[number]
 
 export const PLAN_FEATURES = [
   'thinking',

@@ -142,7 +142,6 @@ export const ActionRequiredBodySchema = z
   .openapi('ActionRequiredError', {
     description: 'A refusal by the plan (402, 403, 429): the error and the upgrade decision',
   })
-export type ActionRequiredBody = z.infer<typeof ActionRequiredBodySchema>
 
 export const UPGRADE_REASON_STATUS: Readonly<Record<UpgradeReason, 402 | 403 | 429>> = {
   model_access_required: 403,

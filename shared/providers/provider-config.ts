@@ -124,7 +124,6 @@ export const ProviderConfigSchema = z
 export type ProviderConfig = z.infer<typeof ProviderConfigSchema>
 export type ProviderDefinition = ProviderConfig['providers'][number]
 export type OpenAiCompatibleProvider = z.infer<typeof OpenAiCompatibleProviderSchema>
-export type WorkersAiProvider = z.infer<typeof WorkersAiProviderSchema>
 export type RetrySettings = z.infer<typeof RetrySettingsSchema>
 export type BreakerSettings = z.infer<typeof BreakerSettingsSchema>
 

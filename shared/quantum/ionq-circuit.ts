@@ -28,9 +28,6 @@ export const QIS_TWO_QUBIT_GATES = ['swap', 'xx', 'yy', 'zz'] as const
 export const QIS_GATES = [...QIS_FIXED_GATES, ...QIS_ROTATION_GATES, ...QIS_TWO_QUBIT_GATES] as const
 export const NATIVE_GATES = ['gpi', 'gpi2', 'ms', 'zz'] as const
 
-export type QisGate = (typeof QIS_GATES)[number]
-export type NativeGate = (typeof NATIVE_GATES)[number]
-
 const qubitIndex = z.int().min(0)
 
 /** One gate as sent on the wire: fields are checked against the gate by `validateCircuit`. */

@@ -9,6 +9,7 @@ import { HTTPException } from 'hono/http-exception'
 import { isJsonContentType, parseJsonBody, readJsonText } from '../http/body'
 import { AppError, toAppError } from '../http/errors'
 import { validationError } from '../http/validation'
+import { logServerError } from './log'
 import {
   bodyTextOf,
   type Identity,
@@ -35,20 +36,6 @@ async function inputOf(c: Context, target: string): Promise<unknown> {
   if (target === 'param') return c.req.param()
   if (target === 'header') return Object.fromEntries(c.req.raw.headers)
   return undefined
-}
-
-export function logError(requestId: string, err: AppError): void {
-  if (err.status >= 500) {
-    console.error(
-      JSON.stringify({
-        level: 'error',
-        request_id: requestId,
-        code: err.code,
-        status: err.status,
-        detail: err.internalMessage ?? err.message,
-      }),
-    )
-  }
 }
 
 export interface FamilyAppOptions {
@@ -110,7 +97,7 @@ export function createFamilyApp<Bindings extends object>(options: FamilyAppOptio
       err instanceof HTTPException && !(err instanceof AppError)
         ? new AppError(err.status, 'invalid_request', err.message || 'The request could not be processed.')
         : toAppError(err)
-    logError(requestId, appError)
+    logServerError(appError, { request_id: requestId })
     return options.renderError ? options.renderError(c, appError, requestId) : appError.toResponse(requestId)
   })
 

@@ -36,7 +36,6 @@ import {
 
 export const DEFAULT_SEARCH_TIMEOUT_MS = 8000
 export const SEARCH_PROVIDER_NAMES = ['brave', 'tavily', 'searxng', 'builtin'] as const
-export type SearchProviderName = (typeof SEARCH_PROVIDER_NAMES)[number]
 
 const optionalText = z
   .string()

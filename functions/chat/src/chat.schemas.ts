@@ -234,7 +234,6 @@ export const CHAT_REQUEST_CHECKED_AFTER: readonly z.ZodType[] = [
 ]
 
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>
-export type ChatMessage = z.infer<typeof ChatMessageSchema>
 
 // ---------------------------------------------------------------------------------------------
 // Validation errors
@@ -357,7 +356,6 @@ export const ChatCompletionResponseSchema = z
     usage: z.record(z.string(), z.unknown()),
   })
   .loose()
-export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponseSchema>
 
 export type { ChatCompletionChunk } from '../../../shared/providers/chat-wire'
 /** One SSE chunk of a streamed completion (`object: "chat.completion.chunk"`). */

@@ -12,7 +12,7 @@
  */
 import { Hono } from 'hono'
 import { AppError, toAppError } from '../../../shared/http/errors'
-import { logError } from '../../../shared/worker/family-app'
+import { logServerError } from '../../../shared/worker/log'
 import { requestContextOf } from '../../../shared/worker/request-context'
 import { asset } from './assets'
 import type { ConsoleApp } from './console.context'
@@ -54,7 +54,7 @@ pages.onError((err, c) => {
     return c.redirect(signInUrl(returnPath(c), true), 303)
   }
   const appError = toAppError(err)
-  logError(c.get('requestId'), appError)
+  logServerError(appError, { request_id: c.get('requestId') })
   return errorPage(c, appError)
 })
 

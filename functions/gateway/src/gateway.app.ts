@@ -19,8 +19,8 @@ import {
 } from '../../../shared/routing/route-table'
 import { OTLP_ACCEPTED_TYPES_TEXT, otlpEncodingOf } from '../../../shared/telemetry/otlp-content-types'
 import { isOtlpPath, otlpErrorResponse } from '../../../shared/telemetry/otlp-errors'
-import { logError } from '../../../shared/worker/family-app'
 import { type ForwardedBody, fromFamilyResponse, headerMap } from '../../../shared/worker/family-rpc'
+import { logServerError } from '../../../shared/worker/log'
 import type { Identity, RequestContext } from '../../../shared/worker/request-context'
 import { invalidatePrincipal } from './access-token-auth'
 import { invalidateApiKey } from './api-key-auth'
@@ -259,7 +259,7 @@ gatewayApp.use(async (c, next) => {
 gatewayApp.onError((err, c) => {
   const requestId = c.get('requestId') ?? requestIdFor(null)
   const appError = toAppError(err)
-  logError(requestId, appError)
+  logServerError(appError, { request_id: requestId })
   const path = new URL(c.req.url).pathname
   // OTLP/HTTP: an exporter reads refusals in its own encoding (google.rpc.Status), whoever refused.
   const res = isOtlpPath(path)

@@ -2,6 +2,7 @@
 import { sql } from 'drizzle-orm'
 import { Hono } from 'hono'
 import { openDatabase } from '../../../shared/db/client'
+import { errorFields, log } from '../../../shared/worker/log'
 import type { GatewayApp } from './gateway.context'
 
 export const healthRoutes = new Hono<GatewayApp>()
@@ -22,7 +23,7 @@ healthRoutes.get('/readyz', async (c) => {
       checks: { database: { status: 'ok', latency_ms: Date.now() - started } },
     })
   } catch (err) {
-    console.error(JSON.stringify({ level: 'error', event: 'readiness_failed', detail: String(err) }))
+    log('error', 'readiness_failed', errorFields(err))
     return c.json({ status: 'unavailable', checks: { database: { status: 'error' } } }, 503, {
       'retry-after': '5',
     })

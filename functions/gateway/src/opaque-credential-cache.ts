@@ -17,6 +17,7 @@
  */
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../../../shared/db/client'
 import { AppError } from '../../../shared/http/errors'
+import { errorFields, log } from '../../../shared/worker/log'
 import type { Identity } from '../../../shared/worker/request-context'
 
 const MAX_ENTRIES = 10_000
@@ -98,7 +99,7 @@ export function touchLastUsed(
       try {
         await write(database.db)
       } catch (err) {
-        console.error(JSON.stringify({ level: 'warn', event, detail: String(err) }))
+        log('warn', event, errorFields(err))
       } finally {
         await database.close()
       }

@@ -17,10 +17,6 @@ const UNKNOWN_KID_REFRESH_MS = 10_000
 
 let current: { set: VerificationKeySet; fetchedAt: number } | undefined
 
-export function clearTokenKeys(): void {
-  current = undefined
-}
-
 async function fetchKeys(env: Pick<GatewayEnv, 'AUTH'>): Promise<VerificationKeySet> {
   let jwks: unknown
   try {

@@ -14,6 +14,7 @@ import {
 import { CfWorkerJsonSchemaValidator } from '@modelcontextprotocol/server/validators/cf-worker'
 import { MCP_RESOURCE_SCOPES } from '../../../shared/auth/oauth-resources'
 import { RouteTable } from '../../../shared/routing/route-table'
+import { errorFields, log } from '../../../shared/worker/log'
 import type { RequestContext } from '../../../shared/worker/request-context'
 import type { McpEnv } from './mcp.context'
 import { resourcesFor } from './resources'
@@ -73,10 +74,6 @@ function toolOutputSchemas(env: McpEnv): Promise<Map<string, OutputSchema>> {
   return outputSchemas
 }
 
-export function clearToolOutputSchemas(): void {
-  outputSchemas = null
-}
-
 async function buildServer(caller: McpCaller): Promise<McpServer> {
   const schemas = await toolOutputSchemas(caller.env)
   const server = new McpServer(SERVER_INFO, {
@@ -129,7 +126,7 @@ async function buildServer(caller: McpCaller): Promise<McpServer> {
 export const mcpHandler = createMcpHandler(({ authInfo }) => buildServer(callerOf(authInfo)), {
   legacy: 'stateless',
   responseMode: 'auto',
-  onerror: (error) => console.error(JSON.stringify({ level: 'warn', msg: 'mcp', detail: error.message })),
+  onerror: (error) => log('warn', 'mcp_transport_error', errorFields(error)),
 })
 
 /** The scopes an identity holds for MCP: a credential without scopes is unrestricted within its role. */

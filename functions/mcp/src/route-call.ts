@@ -16,8 +16,8 @@ import {
   RouteTable,
   tokenAudiencesOf,
 } from '../../../shared/routing/route-table'
-import { logError } from '../../../shared/worker/family-app'
 import type { FamilyResponse } from '../../../shared/worker/family-rpc'
+import { logServerError } from '../../../shared/worker/log'
 import type { RequestContext } from '../../../shared/worker/request-context'
 import type { McpEnv } from './mcp.context'
 
@@ -59,7 +59,7 @@ export async function callRoute(
     return await callBoundRoute(env, context, request)
   } catch (err) {
     const error = toAppError(err)
-    logError(context.requestId, error)
+    logServerError(error, { request_id: context.requestId })
     return refusal(error)
   }
 }

@@ -9,6 +9,7 @@
  * cannot answer leaves its tools without an output schema (their results still carry the JSON).
  */
 import { FAMILY_BINDING, type Family } from '../../../shared/routing/route-table'
+import { errorFields, log } from '../../../shared/worker/log'
 import type { McpEnv } from './mcp.context'
 
 type Json = Record<string, unknown>
@@ -36,9 +37,7 @@ function documentOf(env: McpEnv, family: Family): Promise<OpenApiDocument | null
     const binding = env[FAMILY_BINDING[family] as keyof McpEnv] as McpEnv['CHAT']
     doc = binding
       ? (binding.openapi() as Promise<OpenApiDocument>).catch((err: unknown) => {
-          console.error(
-            JSON.stringify({ level: 'warn', msg: `openapi() of ${family} failed`, detail: String(err) }),
-          )
+          log('warn', 'route_schemas_unavailable', { family, ...errorFields(err) })
           documents.delete(family)
           return null
         })

@@ -20,7 +20,7 @@ import {
   logOrigin,
   logVerifierKeys,
 } from '../../../durable-objects/audit-log/log-keys'
-import { toBase64 } from '../../../shared/audit/checkpoint'
+import { base64Encode } from '../../../shared/crypto/encoding'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf, requireAdmin } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
@@ -82,7 +82,7 @@ export async function renderCheckpoint(
     log,
     origin: checkpoint.origin,
     tree_size: checkpoint.size,
-    root_hash: toBase64(checkpoint.rootHash),
+    root_hash: base64Encode(checkpoint.rootHash),
     timestamp: checkpoint.timestamp,
     note: checkpoint.note,
     verifier_keys: logVerifierKeys(ring, checkpoint.origin),
@@ -100,9 +100,9 @@ export async function renderInclusionProof(
     object: 'audit_log_inclusion_proof' as const,
     index: proof.index,
     tree_size: result.checkpoint.size,
-    leaf_hash: toBase64(proof.leafHash),
+    leaf_hash: base64Encode(proof.leafHash),
     entry: proof.entry,
-    proof: proof.proof.map(toBase64),
+    proof: proof.proof.map(base64Encode),
     checkpoint: await renderCheckpoint(env, result.checkpoint, log),
   }
 }
@@ -197,7 +197,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       const result = unwrap(await stub.entries({ tenantId, start, end }))
       const data = result.entries.map((e) => ({
         index: e.index,
-        leaf_hash: toBase64(e.leafHash),
+        leaf_hash: base64Encode(e.leafHash),
         entry: e.entry,
         event: (JSON.parse(e.entry) as { event: Record<string, unknown> }).event,
       }))
@@ -268,7 +268,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
           object: 'audit_log_consistency_proof' as const,
           first,
           second: result.checkpoint.size,
-          proof: result.proof.map(toBase64),
+          proof: result.proof.map(base64Encode),
           checkpoint: await renderCheckpoint(c.env, result.checkpoint, log),
         },
         200,
@@ -352,9 +352,9 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
               index: p.index,
               outcome: event.outcome,
               decision: event,
-              leaf_hash: toBase64(p.leafHash),
+              leaf_hash: base64Encode(p.leafHash),
               entry: p.entry,
-              proof: p.proof.map(toBase64),
+              proof: p.proof.map(base64Encode),
             }
           }),
           has_more: entries.length > limit,

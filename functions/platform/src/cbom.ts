@@ -16,7 +16,7 @@
  * The document is deterministic for a given state (no timestamp or random serial number), so its
  * digest, which the attestation names as a subject, can be recomputed from what GET .../cbom serves.
  */
-import { bytesToHex } from '../../../shared/crypto/encoding'
+import { base64Decode, bytesToHex } from '../../../shared/crypto/encoding'
 import { ALGORITHM_REGISTRY, type AlgorithmEntry } from '../../../shared/crypto-policy'
 import { type CryptoPolicy, checkAlgorithm } from '../../../shared/crypto-policy/policy'
 import type { CryptoLibraryFacts } from './crypto-library-list'
@@ -83,11 +83,15 @@ function parameterSet(entry: AlgorithmEntry): string | undefined {
 const algorithmRef = (id: string) => `crypto/algorithm/${id}`
 const libraryRef = (lib: CryptoLibraryFacts) => `pkg:npm/${lib.name.replace('@', '%40')}@${lib.version}`
 
-function integrityHash(integrity: string): { alg: string; content: string } | null {
+/** An SRI integrity value (`sha512-<base64>`) as its algorithm and hex digest; null if malformed. */
+export function integrityHash(
+  integrity: string,
+): { alg: string; digestName: string; content: string } | null {
   const m = /^sha(256|384|512)-(.+)$/.exec(integrity)
   if (!m) return null
-  const bytes = Uint8Array.from(atob(m[2]!), (c) => c.charCodeAt(0))
-  return { alg: `SHA-${m[1]}`, content: bytesToHex(bytes) }
+  const bytes = base64Decode(m[2]!)
+  if (!bytes) return null
+  return { alg: `SHA-${m[1]}`, digestName: `sha${m[1]}`, content: bytesToHex(bytes) }
 }
 
 export function buildCbom(inputs: CbomInputs): Record<string, unknown> {

@@ -336,5 +336,3 @@ export function assessCompliance(inputs: ComplianceInputs) {
     })),
   }
 }
-
-export type ComplianceReport = ReturnType<typeof assessCompliance>

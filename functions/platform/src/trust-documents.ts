@@ -14,17 +14,16 @@
 
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import { appendAuditEvent, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
-import { toBase64 } from '../../../shared/audit/checkpoint'
 import { canonicalJson, sha256Hex, sha384Hex } from '../../../shared/crypto/digests'
 import { preAuthEncoding } from '../../../shared/crypto/dsse'
-import { bytesToHex, utf8 } from '../../../shared/crypto/encoding'
+import { base64Encode, utf8 } from '../../../shared/crypto/encoding'
 import type { JwsAlgorithm } from '../../../shared/crypto/jws-algorithms'
 import { ALGORITHM_REGISTRY } from '../../../shared/crypto-policy'
 import { AppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { actorOf } from '../../../shared/worker/request-context'
 import { auditLogNamespace, renderCheckpoint, unwrap } from './audit-log'
-import { buildCbom } from './cbom'
+import { buildCbom, integrityHash } from './cbom'
 import { assessCompliance } from './compliance'
 import { ACVP_REVISIONS, SELF_TEST_SOURCES } from './conformance-manifest'
 import { deployedBundles } from './deployed-bundles'
@@ -153,14 +152,12 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
         digest: { sha384: posture.policyDigest.replace(/^sha384:/, '') },
       },
       { name: `cbom:${identity.tenantId}`, digest: { sha384: sha384Hex(cbomBytes) } },
-      ...BUILD_FACTS.libraries.map((lib) => ({
-        name: `pkg:npm/${lib.name}@${lib.version}`,
-        digest: {
-          sha512: bytesToHex(
-            Uint8Array.from(atob(lib.integrity.replace(/^sha512-/, '')), (ch) => ch.charCodeAt(0)),
-          ),
-        },
-      })),
+      ...BUILD_FACTS.libraries.flatMap((lib) => {
+        const hash = integrityHash(lib.integrity)
+        return hash
+          ? [{ name: `pkg:npm/${lib.name}@${lib.version}`, digest: { [hash.digestName]: hash.content } }]
+          : []
+      }),
     ]
     const statement = {
       _type: 'https://in-toto.io/Statement/v1',
@@ -233,7 +230,7 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
           },
         )
       }
-      signatures.push({ keyid: signed.kid, alg, sig: toBase64(signed.signature) })
+      signatures.push({ keyid: signed.kid, alg, sig: base64Encode(signed.signature) })
     }
     const receipt = await appendAuditEvent(c.env.AUDIT_LOG, identity.tenantId, {
       kind: 'attestation.issued',
@@ -253,7 +250,7 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
         object: 'crypto_attestation',
         envelope: {
           payloadType: DSSE_PAYLOAD_TYPE,
-          payload: toBase64(payload),
+          payload: base64Encode(payload),
           signatures: signatures.map(({ keyid, sig }) => ({ keyid, sig })),
         },
         statement,
@@ -261,7 +258,7 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
         audit_log: {
           origin: receipt.log,
           index: receipt.index,
-          leaf_hash: toBase64(receipt.leafHash),
+          leaf_hash: base64Encode(receipt.leafHash),
           checkpoint: await renderCheckpoint(c.env, checkpoint, 'tenant'),
         },
       },

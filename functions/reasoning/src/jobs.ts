@@ -41,6 +41,7 @@ import {
   errorResponse,
 } from '../../../shared/http/error-body'
 import { AppError } from '../../../shared/http/errors'
+import { UUID } from '../../../shared/http/uuid'
 import { parseWith } from '../../../shared/http/validation'
 import {
   actionRequiredError,
@@ -71,8 +72,6 @@ import { readCapabilities, readJobPage } from './job-list'
 import type { ReasoningEnv } from './reasoning.context'
 
 type ReasoningContext = Context<FamilyEnv<ReasoningEnv>>
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 function callerOf(c: ReasoningContext): Identity {
   return requireIdentity(c.get('request'))

@@ -36,7 +36,6 @@ export const ProviderConnectionCreateSchema = z
   })
   .strict()
   .openapi('ProviderConnectionCreate')
-export type ProviderConnectionCreate = z.infer<typeof ProviderConnectionCreateSchema>
 
 export const ConnectionTestSchema = z
   .object({

@@ -27,6 +27,7 @@ import {
   type QpuQueueMessage,
   QpuQueueMessageSchema,
 } from '../../../shared/quantum/qpu-queue'
+import { errorFields, log } from '../../../shared/worker/log'
 
 /** What the consumer needs from a queue message (Cloudflare's `Message`). */
 export interface QueuedMessage {
@@ -56,21 +57,11 @@ export function retryDelaySeconds(attempts: number, retryAfterMs?: number, max =
   return Math.max(backoff, Math.ceil((retryAfterMs ?? 0) / 1000))
 }
 
-function log(event: string, fields: Record<string, unknown>): void {
-  console.log(JSON.stringify({ level: 'info', event, ...fields }))
-}
-
 export async function handleQpuMessage(message: QueuedMessage, deps: QpuConsumerDeps): Promise<void> {
   const parsed = QpuQueueMessageSchema.safeParse(message.body)
   if (!parsed.success) {
     // Not ours to retry: a malformed message would only come back malformed.
-    console.error(
-      JSON.stringify({
-        level: 'error',
-        event: 'qpu_message_invalid',
-        detail: parsed.error.issues[0]?.message,
-      }),
-    )
+    log('error', 'qpu_message_invalid', { detail: parsed.error.issues[0]?.message })
     message.ack()
     return
   }
@@ -80,7 +71,7 @@ export async function handleQpuMessage(message: QueuedMessage, deps: QpuConsumer
   try {
     claim = await port.qpuClaim(msg.attempt_id)
   } catch (err) {
-    log('qpu_job_unreachable', { job_id: msg.job_id, detail: String(err) })
+    log('info', 'qpu_job_unreachable', { job_id: msg.job_id, ...errorFields(err) })
     message.retry({ delaySeconds: retryDelaySeconds(message.attempts, undefined, deps.maxRetryDelaySeconds) })
     return
   }
@@ -111,7 +102,11 @@ export async function handleQpuMessage(message: QueuedMessage, deps: QpuConsumer
       const found = await provider.findByMetadata(submission.metadata, submission.since - 60_000)
       if (found) {
         providerJobId = found.id
-        log('qpu_job_adopted', { job_id: msg.job_id, attempt: msg.attempt_id, provider_job_id: found.id })
+        log('info', 'qpu_job_adopted', {
+          job_id: msg.job_id,
+          attempt: msg.attempt_id,
+          provider_job_id: found.id,
+        })
       } else {
         try {
           providerJobId = (
@@ -174,11 +169,11 @@ export async function handleQpuMessage(message: QueuedMessage, deps: QpuConsumer
     }
     const retryAfter = err instanceof QpuProviderError ? err.details.retryAfterMs : undefined
     if (claim.kind === 'submit') await port.qpuRelease(msg.attempt_id, claim.token).catch(() => {})
-    log('qpu_attempt_retry', {
+    log('info', 'qpu_attempt_retry', {
       job_id: msg.job_id,
       attempt: msg.attempt_id,
       tries: message.attempts,
-      detail: String(err),
+      ...errorFields(err),
     })
     message.retry({
       delaySeconds: retryDelaySeconds(message.attempts, retryAfter, deps.maxRetryDelaySeconds),

@@ -9,7 +9,6 @@ import { openQpuAccount, type QpuAccountEnv } from '../../../shared/quantum/prov
 import type { QpuJobPort, QpuQueueMessage } from '../../../shared/quantum/qpu-queue'
 import { handleDeadLetter, handleQpuMessage } from './qpu-consumer'
 
-export const QPU_QUEUE_NAME = 'svc-qpu-submissions'
 export const QPU_DEAD_LETTER_QUEUE_NAME = 'svc-qpu-submissions-dlq'
 
 export type QpuQueueEnv = QpuAccountEnv &

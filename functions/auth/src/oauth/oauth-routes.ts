@@ -23,6 +23,7 @@ import { members, tenants } from '../../../../shared/db/schema'
 import { errorResponse } from '../../../../shared/http/error-body'
 import { AppError } from '../../../../shared/http/errors'
 import type { FamilyEnv } from '../../../../shared/worker/family-app'
+import { log } from '../../../../shared/worker/log'
 import { withRequestDatabase } from '../../../../shared/worker/request-database'
 import { type AuthEnv, authSettings } from '../auth.context'
 import { clientAddress } from '../login-throttle'
@@ -138,9 +139,7 @@ async function answerConsent(
       const tenantIds = /one of (.+)\.$/.exec(err.message)?.[1]?.split(', ') ?? []
       workspaces = await workspacesOf(c, tenantIds)
     }
-    console.log(
-      JSON.stringify({ level: 'info', request_id: requestId, msg: 'oauth consent refused', code: err.code }),
-    )
+    log('info', 'oauth_consent_refused', { request_id: requestId, code: err.code })
     return html(
       consentPage(request, {
         params,

@@ -30,6 +30,7 @@
  * Test mode (a `svc_sk_test_` key) always uses only the built-in TEST_MODE_TRANSCRIBER.
  */
 import { z } from 'zod'
+import { base64Encode } from '../../../../shared/crypto/encoding'
 import { AppError } from '../../../../shared/http/errors'
 import {
   type FetchFn,
@@ -153,13 +154,6 @@ export interface WorkersAiBinding {
 
 export const WORKERS_AI_DEFAULT_MODEL = '@cf/openai/whisper'
 
-function base64(bytes: Uint8Array): string {
-  let binary = ''
-  for (let i = 0; i < bytes.length; i += 0x8000)
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
-  return btoa(binary)
-}
-
 export function workersAiTranscriber(options: { binding: WorkersAiBinding; model?: string }): Transcriber {
   const model = options.model ?? WORKERS_AI_DEFAULT_MODEL
   const name = 'workers-ai'
@@ -170,7 +164,7 @@ export function workersAiTranscriber(options: { binding: WorkersAiBinding; model
     async transcribe(input, call) {
       const request: Record<string, unknown> = takesBase64
         ? {
-            audio: base64(input.bytes),
+            audio: base64Encode(input.bytes),
             ...(input.language ? { language: input.language } : {}),
             ...(input.prompt ? { initial_prompt: input.prompt } : {}),
           }

@@ -6,9 +6,11 @@
  * each run writes, and the admin cancel), falling back to /svc/agents/runs/{id} for a run the index
  * does not have yet (one started with the signed-in person's own login before the index existed).
  */
+
 import type { Hono } from 'hono'
 import { RUN_STATES } from '../../../../durable-objects/agent-run/agent-events'
 import type { RunStatus } from '../../../../durable-objects/agent-run/run-status.schemas'
+import { UUID } from '../../../../shared/http/uuid'
 import type { AgentRunDetail, AgentRunList, AgentRunSummary, ApiKeyList } from '../api-types'
 import { Actions, ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
 import type { ConsoleApp, ConsoleContext } from '../console.context'
@@ -17,7 +19,6 @@ import { Frame, formatDate, formatNumber, Notice, type PageFrame } from '../layo
 import { formString, frameOf, html } from '../page'
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled'])
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** Waiting states look like expiring keys (someone has to act), ended ones like expired keys. */
 function badgeOf(state: string): string {

@@ -4,12 +4,14 @@
  * a queued job or erase a finished one's content) and the QPU provider connections (connect, test, delete). A client of
  * /svc/quantum-reasoning/*; when the plan lacks the feature the page shows the API's refusal.
  */
+
 import type { Hono } from 'hono'
 import {
   type InferenceReceiptResponse,
   RECEIPT_SIGNING_ALGORITHM,
 } from '../../../../durable-objects/reasoning-job/inference-receipt'
 import type { ReasoningJob as Job, JobPage } from '../../../../durable-objects/reasoning-job/job.schemas'
+import { UUID } from '../../../../shared/http/uuid'
 import type { ProviderConnection, ProviderConnectionList, ProviderConnectionTested } from '../api-types'
 import { Actions, ApiRefusal, DataTable, Field, type Flash, FlashNotice, PostAction } from '../components'
 import type { ConsoleApp, ConsoleContext } from '../console.context'
@@ -28,8 +30,6 @@ const EVIDENCE = [
   'provider',
   'finish_reason',
 ] as const
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /** A job's status as a person reads it: a waiting job says where it is in line. */
 function statusText(job: Job): string {

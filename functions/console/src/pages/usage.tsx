@@ -3,7 +3,9 @@
  * key in the current mode, and the request log (request id, endpoint, model, status, latency,
  * tokens, credits).
  */
+
 import type { Hono } from 'hono'
+import { UUID } from '../../../../shared/http/uuid'
 import type { ApiKey, ApiKeyList, UsageReport, UsageRequest, UsageRequests } from '../api-types'
 import { BarChart, lastDays, TotalsChart, toSeries } from '../charts'
 import { DataTable, Pager } from '../components'
@@ -16,7 +18,6 @@ const OUTCOMES = ['failed', 'succeeded'] as const
 const dollars = (cents: number) => `$${Number((cents / 100).toPrecision(3))}`
 /** Requests per page of the log: a page that fits a screen or two, then "Older requests". */
 const LOG_PAGE = 25
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 /**
  * The status the client received (docs/plans.md, "The request log"). null: the request never

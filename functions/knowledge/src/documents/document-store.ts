@@ -31,6 +31,7 @@ import { AppError } from '../../../../shared/http/errors'
 import { checkDocumentAllowance } from '../../../../shared/plans/entitlements'
 import type { ResolvedPlan } from '../../../../shared/plans/plan-catalog'
 import { actionRequiredError } from '../../../../shared/plans/upgrade-decision'
+import { errorFields, log } from '../../../../shared/worker/log'
 import type { TenantScope } from '../../../../shared/worker/request-context'
 import type { Embedder } from '../retrieval/embeddings'
 import {
@@ -46,7 +47,6 @@ import { type Chunk, chunkText } from './chunking'
 
 /** Largest document content accepted, in UTF-8 bytes (the route's body limit is 2 MiB). */
 export const MAX_DOCUMENT_BYTES = 1024 * 1024
-export const MAX_SOURCE_CHARS = 1024
 /**
  * Most chunk rows one statement of an upload inserts or gives vectors to: about 0.1–0.4 s of the
  * local database's one session (measured: 100 rows took 0.4–1.6 s on PGlite on a loaded machine).
@@ -447,9 +447,7 @@ export async function retrieveChunks(
       ;[queryVector] = (await embedder.embed([request.query])) as [number[]]
     } catch (err) {
       if (!(err instanceof AppError) || err.status !== 502) throw err
-      console.warn(
-        JSON.stringify({ level: 'warn', code: err.code, detail: err.internalMessage ?? err.message }),
-      )
+      log('warn', 'embeddings_provider_failed', errorFields(err))
       vector = { state: 'unavailable', reason: 'embeddings_provider_failed' }
     }
   }

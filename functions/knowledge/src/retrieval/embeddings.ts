@@ -11,6 +11,7 @@
  * dot product. Vectors of different embedding spaces (`model@dimensions`) are never compared.
  */
 import { z } from 'zod'
+import { base64Decode } from '../../../../shared/crypto/encoding'
 import { AppError } from '../../../../shared/http/errors'
 import { type Identity, isTestMode } from '../../../../shared/worker/request-context'
 import { TEST_EMBEDDING_DIMENSIONS, TEST_EMBEDDING_MODEL, testEmbedding } from './test-embedding'
@@ -170,7 +171,8 @@ const OpenAiEmbeddingsResponseSchema = z.object({
 })
 
 function decodeBase64Floats(text: string): Float32Array {
-  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
+  const bytes = base64Decode(text)
+  if (!bytes) throw new Error('base64 embedding is not valid standard base64')
   if (bytes.byteLength % 4 !== 0) throw new Error('base64 embedding is not a whole number of float32 values')
   const view = new DataView(bytes.buffer)
   return Float32Array.from({ length: bytes.byteLength / 4 }, (_, i) => view.getFloat32(i * 4, true))
