@@ -5,7 +5,7 @@
 # 5% shows up here in one run (compare two commits by running this on each).
 #
 #   bash bench/instructions.sh                     # chat:300 get:300 chat:300
-#   MEASURE="chat:1000 get:500" bash bench/instructions.sh
+#   MEASURE="chat:1000 get:500 health:300" bash bench/instructions.sh   (health: GET /healthz, the gateway alone)
 #
 # How: bench/chat-stack.ts starts the stack (embedded Postgres, migrations, seed, plain workerd);
 # its workerd is paused and a second workerd runs the same generated config on port 18791 under
@@ -65,6 +65,9 @@ chat() {
 get() {
   curl -s -o /dev/null -w '%{http_code}\n' -H "authorization: Bearer $KEY" \
     "http://127.0.0.1:$PORT/platform/v1/crypto/algorithms?type=kem"
+}
+health() {
+  curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$PORT/healthz"
 }
 for m in $MEASURE; do
   kind=${m%%:*} n=${m##*:}
