@@ -1,5 +1,6 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
+import { type KeySpendQuery, listCostUnits } from '../../shared/metering/key-spend'
 import type {
   AcquireInput,
   BalanceRow,
@@ -9,6 +10,7 @@ import type {
   StoredBalance,
 } from '../../shared/metering/metering.schemas'
 import { CREDIT_UNITS_PER_CENT } from '../../shared/metering/pricing'
+import type { PlanCatalog } from '../../shared/plans/plan-catalog'
 import { billingPeriodAt } from './billing-period'
 import type { MeteringStore } from './metering-store'
 import { ORPHAN_AFTER_MS, type RateLimiter } from './rate-limiter.do'
@@ -33,7 +35,7 @@ class MemoryStore implements MeteringStore {
     spendCapCents: null,
   }
   failures = 0
-  calls = { load: 0, read: 0, flush: 0 }
+  calls = { load: 0, read: 0, flush: 0, keySpend: 0 }
 
   private check(): void {
     if (this.failures > 0) {
@@ -55,6 +57,18 @@ class MemoryStore implements MeteringStore {
     this.calls.read += 1
     this.check()
     return { ...this.balance }
+  }
+
+  async loadKeySpend(query: KeySpendQuery, catalog: PlanCatalog): Promise<number> {
+    this.calls.keySpend += 1
+    this.check()
+    let units = 0
+    for (const e of this.ledger.values()) {
+      if (e.principal !== `key:${query.keyId}` || e.mode !== query.mode || e.createdAt < query.since) continue
+      if (query.excludeRequestIds?.includes(e.requestId)) continue
+      units += listCostUnits(catalog, e)
+    }
+    return units
   }
 
   async flushLedger(
