@@ -35,14 +35,10 @@ const allowedModels = z
 
 export const SpendLimitSchema = z
   .object({
-    amount_usd: z
-      .number()
-      .positive()
-      .max(1_000_000)
-      .openapi({
-        description: 'What the key may spend per period at list price, in USD (6 decimals at most)',
-        example: 5,
-      }),
+    amount_usd: z.number().positive().max(1_000_000).openapi({
+      description: 'What the key may spend per period at list price, in USD (6 decimals at most)',
+      example: 5,
+    }),
     period: z.enum(SPEND_PERIODS).openapi({
       description:
         'When the spend starts over: at 00:00 UTC each day, each Monday, on the 1st of each month; total: never',
