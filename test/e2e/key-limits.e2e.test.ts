@@ -6,6 +6,8 @@
  * `spend`; its refusals carry the action-required body. A model outside the key's list is 403, the
  * key's own rate is 429, and a PATCH is met by the key's next request.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { describe, expect, it } from 'vitest'
 import { turnOutputBudget } from '../../durable-objects/agent-run/agent-settings.ts'
 import { modelEntry } from '../../shared/catalog/model-catalog.ts'
@@ -271,5 +273,35 @@ describe('a key limited to some models, and to its own rate', () => {
     expect((await send()).status).toBe(200)
     const removed = await api(ADMIN, 'PATCH', `/platform/v1/api-keys/${key.id}`, { spend_limit: null })
     expect(((await removed.json()) as KeyView).spend).toBeNull()
+  })
+
+  it('an MCP tool call on a spent key is a tool error naming the limit; on another model, the model list', async () => {
+    const key = await createKey('test', {
+      allowed_models: ['svc-cell'],
+      spend_limit: { amount_usd: 0.000001, period: 'month' },
+    })
+    const client = new Client({ name: 'key-limits-e2e', version: '1.0.0' })
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(url('/mcp')), {
+        requestInit: { headers: { authorization: `Bearer ${key.key}` } },
+      }),
+    )
+    try {
+      const spent = (await client.callTool({
+        name: 'chat_completion',
+        arguments: { model: 'svc-cell', prompt: 'hi', max_tokens: 8 },
+      })) as { isError?: boolean; content: { text?: string }[] }
+      expect(spent.isError).toBe(true)
+      expect(spent.content[0]?.text).toContain("This API key's spend limit is reached")
+      expect(spent.content[0]?.text).toContain('overage_cap_reached')
+      const otherModel = (await client.callTool({
+        name: 'chat_completion',
+        arguments: { model: 'svc-brood', prompt: 'hi' },
+      })) as { isError?: boolean; content: { text?: string }[] }
+      expect(otherModel.isError).toBe(true)
+      expect(otherModel.content[0]?.text).toContain('model_access_required')
+    } finally {
+      await client.close()
+    }
   })
 })
