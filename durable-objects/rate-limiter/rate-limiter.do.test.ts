@@ -1,18 +1,7 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
-import { type KeySpendQuery, listCostUnits } from '../../shared/metering/key-spend'
-import type {
-  AcquireInput,
-  BalanceRow,
-  LedgerEntry,
-  MeteringMode,
-  SettleInput,
-  StoredBalance,
-} from '../../shared/metering/metering.schemas'
+import type { AcquireInput, MeteringMode, SettleInput } from '../../shared/metering/metering.schemas'
 import { CREDIT_UNITS_PER_CENT } from '../../shared/metering/pricing'
-import type { PlanCatalog } from '../../shared/plans/plan-catalog'
-import { billingPeriodAt } from './billing-period'
-import type { MeteringStore } from './metering-store'
 import { ORPHAN_AFTER_MS, type RateLimiter } from './rate-limiter.do'
 import { keptLedger, openRequestCount, unflushedCount } from './rate-limiter-storage.fixtures'
 import { MemoryStore } from './rate-limiter-store.fixtures'
