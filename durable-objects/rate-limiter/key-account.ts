@@ -119,3 +119,67 @@ export class KeyAccount {
     )
   }
 }
+
+/**
+ * The accounts of the keys with limits that this object has seen, and the worst cases reserved
+ * against their spend before the object restarted (read back from its storage, `key_reservations`,
+ * and held until their request settles or expires).
+ */
+export class KeyAccounts {
+  private readonly accounts = new Map<string, KeyAccount>()
+  private readonly restored = new Map<
+    string,
+    { readonly account: KeyAccount; readonly costUnits: number; readonly at: number }
+  >()
+
+  get(keyId: string): KeyAccount | undefined {
+    return this.accounts.get(keyId)
+  }
+
+  /** The key's account (created empty on first sight). */
+  account(keyId: string): KeyAccount {
+    let account = this.accounts.get(keyId)
+    if (!account) {
+      account = new KeyAccount(keyId)
+      this.accounts.set(keyId, account)
+    }
+    return account
+  }
+
+  /** Whether the key's spend for its limit's period is in memory (else the object loads it first). */
+  spendReady(key: KeyLimitInput, now: number): boolean {
+    return this.accounts.get(key.keyId)?.spendReady(key, now) ?? key.spendLimitUnits === undefined
+  }
+
+  /** A stored ledger row of a key, back in its windows (after a restart). */
+  restoreWindows(principal: string, at: number, tokens: number): void {
+    const keyId = keyIdOfPrincipal(principal)
+    if (keyId === null) return
+    const account = this.account(keyId)
+    account.requests.add(at, 1)
+    account.tokens.add(at, tokens)
+  }
+
+  /** A reservation of the key's spend made before a restart, still open (its request may yet settle). */
+  restoreReservation(keyId: string, reservationId: string, costUnits: number, at: number): void {
+    if (this.restored.has(reservationId)) return
+    const account = this.account(keyId)
+    account.reservedUnits += costUnits
+    this.restored.set(reservationId, { account, costUnits, at })
+  }
+
+  /** The request of a restored reservation ended: its worst case is no longer held. */
+  releaseRestored(reservationId: string): void {
+    const held = this.restored.get(reservationId)
+    if (!held) return
+    this.restored.delete(reservationId)
+    held.account.reservedUnits -= held.costUnits
+  }
+
+  /** Restored reservations older than `ttlMs` (their request is gone) stop counting. */
+  expireRestored(now: number, ttlMs: number): void {
+    for (const [reservationId, held] of this.restored) {
+      if (now - held.at >= ttlMs) this.releaseRestored(reservationId)
+    }
+  }
+}

@@ -184,6 +184,27 @@ describe('RateLimiter: a key with a spend limit', () => {
     expect(h.store.calls.keySpend).toBe(3)
   })
 
+  it('reservations are durable: requests in flight when the object restarts still hold their worst case', async () => {
+    const h = harness('live', { spendLimitUnits: 10 * WORST, period: 'month' })
+    await h.install()
+    const ids = Array.from({ length: 10 }, (_, i) => `r${i}`)
+    expect(granted(await Promise.all(ids.map((id) => h.acquire(id))))).toBe(10)
+    // Killed with all ten in flight: after the restart nothing more fits until they settle.
+    await evictDurableObject(h.stub)
+    await h.install()
+    h.time.now += 1_000
+    const refused = refusal(await h.acquire('after-restart'))
+    expect(refused.decision.binding_limit?.used).toBe((10 * WORST) / 10_000)
+    // Two settle (their isolates outlived the object): their worst cases give way to their cost.
+    await h.stub.settleMany([h.settle('r0'), h.settle('r1')])
+    const fits = Math.floor((2 * WORST - 2 * COST) / WORST)
+    const after = await Promise.all(Array.from({ length: 5 }, (_, i) => h.acquire(`x${i}`)))
+    expect(granted(after)).toBe(fits)
+    // A reservation whose request never settles stops counting after RESERVATION_TTL_MS.
+    h.time.now += 15 * 60_000
+    expect((await h.acquire('much-later')).kind).toBe('granted')
+  })
+
   it('a changed period is loaded afresh; the key gets no admission lease', async () => {
     const h = harness('test', { spendLimitUnits: 100 * WORST, period: 'day' })
     await h.install()

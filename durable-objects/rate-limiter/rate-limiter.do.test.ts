@@ -455,7 +455,7 @@ describe('RateLimiter: restarts and the balance', () => {
         kept: keptLedger(state.storage),
       }))
     })
-    expect(rows.version).toBe('3')
+    expect(rows.version).toBe('4')
     expect(rows.kept).toEqual([
       expect.objectContaining({
         reservationId: 'a',
@@ -488,7 +488,7 @@ describe('RateLimiter: restarts and the balance', () => {
         .one().value,
       kept: keptLedger(state.storage),
     }))
-    expect(rows.version).toBe('3')
+    expect(rows.version).toBe('4')
     expect(rows.kept).toEqual([
       expect.objectContaining({ reservationId: 'old', quantity: 50, status: null, latencyMs: null }),
       expect.objectContaining({ reservationId: 'new', quantity: 10, status: 502, latencyMs: 1_234 }),

@@ -42,7 +42,6 @@ import { z } from 'zod'
 import { envReader, wholeNumberVar } from '../../shared/config/worker-env'
 import { DATABASE_VARS, type DatabaseEnv } from '../../shared/db/client'
 import { describeError } from '../../shared/db/errors'
-import { listCostUnits } from '../../shared/metering/key-spend'
 import {
   type AcquireInput,
   AcquireInputSchema,
@@ -59,7 +58,6 @@ import {
   type SettleResult,
 } from '../../shared/metering/metering.schemas'
 import type { RateLimiterRpc } from '../../shared/metering/metering-client'
-import { spendPeriodAt } from '../../shared/metering/spend-period'
 import {
   type BillingPlan,
   getPlan,
@@ -67,9 +65,22 @@ import {
   planCatalogFromEnv,
 } from '../../shared/plans/plan-catalog'
 import { billingPeriodAt } from './billing-period'
+import {
+  createKeyReservationsTable,
+  forgetKeyReservations,
+  loadKeySpend,
+  pruneKeyReservations,
+  recordKeyReservation,
+} from './key-spend-load'
 import { readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
 import { FLUSH_BATCH_SIZE, type MeteringStore, postgresMeteringStore } from './metering-store'
-import { balanceFromStored, type LimiterBalance, RATE_WINDOW_MS, TenantLimiter } from './tenant-limiter'
+import {
+  balanceFromStored,
+  type LimiterBalance,
+  RATE_WINDOW_MS,
+  RESERVATION_TTL_MS,
+  TenantLimiter,
+} from './tenant-limiter'
 
 export interface RateLimiterEnv extends DatabaseEnv {
   /** Delay between the first unflushed ledger row and the flush to Postgres (ms, default 1000). */
@@ -85,8 +96,9 @@ export interface RateLimiterEnv extends DatabaseEnv {
 /**
  * 2: ledger rows carry `unit` and `quantity` (paid tools are metered in their own units).
  * 3: ledger rows carry `status` and `latency_ms` (the console's request log); null in older rows.
+ * 4: `key_reservations` (created if missing: nothing to migrate).
  */
-const SCHEMA_VERSION = 3
+const SCHEMA_VERSION = 4
 const KEEP_FLUSHED_MS = 10 * 60_000
 const RETRY_FLUSH_MS = 5_000
 /**
@@ -187,6 +199,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     // The alarm deletes flushed rows older than ten minutes and a restart rebuilds the rate windows
     // from the last minutes: both by time, so without this index each scans every row kept.
     sql.exec(`create index if not exists ledger_created on ledger (created_at)`)
+    createKeyReservationsTable(sql)
     sql.exec(`create table if not exists open_requests (
       reservation_id text primary key,
       settle_json text not null,
@@ -215,13 +228,24 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     const ready = await this.ready(input)
     if (typeof ready === 'string') return { kind: 'unavailable', detail: ready }
     const { limiter, plan } = ready
-    if (input.key && !limiter.keySpendReady(input.key, this.clock())) {
+    if (input.key && !limiter.keyAccounts.spendReady(input.key, this.clock())) {
       const failure = await this.loadKeySpend(limiter, input.key)
       if (failure) return { kind: 'unavailable', detail: failure }
     }
     for (const lease of input.leaseReturns ?? []) limiter.returnLease(lease)
     const now = this.clock()
     const result = limiter.acquire(plan, input, now)
+    if (result.kind === 'granted' && input.key?.spendLimitUnits !== undefined) {
+      // Durable before the grant leaves (the output gate): a restart keeps the reservation.
+      const costUnits = limiter.keyReservationOf(input.reservationId)
+      if (costUnits > 0)
+        recordKeyReservation(this.ctx.storage.sql, {
+          reservationId: input.reservationId,
+          keyId: input.key.keyId,
+          costUnits,
+          at: now,
+        })
+    }
     this.keepBalanceFresh(now)
     if (result.kind !== 'granted' || !input.lease) return result
     const lease = limiter.grantLease(plan, { ...input.lease, model: input.model, key: input.key }, now)
@@ -318,6 +342,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     }
     const sql = this.ctx.storage.sql
     sql.exec(`delete from ledger where flushed = 1 and created_at < ?`, now - KEEP_FLUSHED_MS)
+    pruneKeyReservations(sql, now - RESERVATION_TTL_MS)
     if (this.pendingCount() > 0) this.scheduleAlarm(this.clock() + this.flushDelayMs)
     const oldestOpen = sql
       .exec<{ at: number | null }>(`select min(updated_at) as at from open_requests`)
@@ -366,59 +391,32 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
   }
 
   /**
-   * Reads a key's spend in the current period of its limit, once (then settles keep it): this
-   * object's rows of the key not yet marked flushed (and those in the group being written),
-   * plus Postgres' other rows of the key. Runs with other events held back, so no settle of the
-   * key slips between the two reads. Returns why it failed, or null.
+   * Reads a key's spend in the current period of its limit, once (then settles keep it), with
+   * other events held back so that no settle of the key slips in between. Returns why it failed.
    */
   private async loadKeySpend(limiter: TenantLimiter, key: KeyLimitInput): Promise<string | null> {
-    if (key.period === undefined) return null
-    const period = key.period
     let failure: string | null = null
     await this.ctx.blockConcurrencyWhile(async () => {
       const now = this.clock()
-      if (limiter.keySpendReady(key, now)) return
-      const scope = this.scope
-      if (!scope) {
-        failure = 'the rate limiter has no tenant yet'
-        return
-      }
-      const current = spendPeriodAt(period, now)
-      const catalog = this.catalog()
-      const principal = `key:${key.keyId}`
-      const local = this.rows(
-        `where flushed = 0 and principal = ? and created_at >= ?`,
-        principal,
-        current.start,
-      )
-        .map((r) => r.entry)
-        .concat(
-          (this.settleGroup?.entries ?? []).filter(
-            (e) => e.principal === principal && e.createdAt >= current.start,
-          ),
-        )
-      let spent = 0
-      for (const entry of local) spent += listCostUnits(catalog, entry)
+      if (limiter.keyAccounts.spendReady(key, now) || !this.scope) return
+      const store = this.store
       try {
-        if (this.store) {
-          spent += await this.store.loadKeySpend(
-            {
-              tenantId: scope.tenantId,
-              mode: scope.mode,
-              keyId: key.keyId,
-              since: current.start,
-              excludeRequestIds: local.map((e) => e.requestId),
-            },
-            catalog,
-          )
-        } else if (scope.mode === 'live') {
-          throw new Error("DATABASE_URL is not set, so the key's spend cannot be loaded")
-        }
+        await loadKeySpend(
+          {
+            sql: this.ctx.storage.sql,
+            loadStored: store && ((query, catalog) => store.loadKeySpend(query, catalog)),
+            pending: this.settleGroup?.entries ?? [],
+            scope: this.scope,
+            catalog: this.catalog(),
+            reservationTtlMs: RESERVATION_TTL_MS,
+          },
+          limiter.keyAccounts,
+          key,
+          now,
+        )
       } catch (err) {
         failure = describeError(err)
-        return
       }
-      limiter.keyAccount(key.keyId).loadSpend(current, spent)
     })
     return failure
   }
@@ -565,10 +563,9 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
           JSON.stringify(rows),
         )
       }
-      sql.exec(
-        `delete from open_requests where reservation_id in (select value from json_each(?))`,
-        JSON.stringify(inputs.map((i) => i.reservationId)),
-      )
+      const settled = JSON.stringify(inputs.map((i) => i.reservationId))
+      sql.exec(`delete from open_requests where reservation_id in (select value from json_each(?))`, settled)
+      forgetKeyReservations(sql, settled)
     } catch (err) {
       console.error(
         JSON.stringify({ level: 'error', event: 'ledger_write_failed', detail: describeError(err) }),

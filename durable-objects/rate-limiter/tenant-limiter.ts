@@ -60,7 +60,7 @@ import {
 import type { BillingPlan, PlanCatalog } from '../../shared/plans/plan-catalog'
 import type { UpgradeDecision } from '../../shared/plans/upgrade-decision'
 import { billingPeriodAt } from './billing-period'
-import { KeyAccount, keyIdOfPrincipal } from './key-account'
+import { type KeyAccount, KeyAccounts, keyIdOfPrincipal } from './key-account'
 import { SlidingWindow, type WindowEvent } from './sliding-window'
 
 export const RATE_WINDOW_MS = 60_000
@@ -190,8 +190,8 @@ export class TenantLimiter {
   private reservedCostUnits = 0
   private readonly reservedByModel = new Map<string, number>()
   private readonly leases = new Map<string, Lease>()
-  /** Keys with limits seen by this object (their windows and spend), by key id. */
-  private readonly keys = new Map<string, KeyAccount>()
+  /** The keys with limits this object has seen: their windows, spend and reservations. */
+  readonly keyAccounts = new KeyAccounts()
 
   constructor(
     readonly mode: MeteringMode,
@@ -234,27 +234,16 @@ export class TenantLimiter {
     }
     this.requests.add(entry.createdAt, 1)
     this.tokens.add(entry.createdAt, entry.promptTokens + entry.completionTokens)
-    const keyId = keyIdOfPrincipal(entry.principal)
-    if (keyId) {
-      const account = this.keyAccount(keyId)
-      account.requests.add(entry.createdAt, 1)
-      account.tokens.add(entry.createdAt, entry.promptTokens + entry.completionTokens)
-    }
+    this.keyAccounts.restoreWindows(
+      entry.principal,
+      entry.createdAt,
+      entry.promptTokens + entry.completionTokens,
+    )
   }
 
-  /** The account of a key with limits (created empty on first sight). */
-  keyAccount(keyId: string): KeyAccount {
-    let account = this.keys.get(keyId)
-    if (!account) {
-      account = new KeyAccount(keyId)
-      this.keys.set(keyId, account)
-    }
-    return account
-  }
-
-  /** Whether the key's spend for its limit's period is in memory (else the object loads it first). */
-  keySpendReady(key: KeyLimitInput, now: number): boolean {
-    return this.keys.get(key.keyId)?.spendReady(key, now) ?? key.spendLimitUnits === undefined
+  /** The worst case an admitted request reserved against its key's spend (0: none). */
+  keyReservationOf(reservationId: string): number {
+    return this.reservations.get(reservationId)?.key?.costUnits ?? 0
   }
 
   acquire(
@@ -265,7 +254,7 @@ export class TenantLimiter {
       readonly estimatedTokens: number
       /** A tool's expected use in its unit. */
       readonly estimatedQuantity?: number | undefined
-      /** The calling key's own limits (its spend must be loaded: keySpendReady). */
+      /** The calling key's own limits (its spend must be loaded: keyAccounts.spendReady). */
       readonly key?: KeyLimitInput | undefined
     },
     now: number,
@@ -276,7 +265,7 @@ export class TenantLimiter {
       return { kind: 'granted', snapshot: this.snapshot(plan, now) }
 
     const key = request.key
-    const account = key ? this.keyAccount(key.keyId) : null
+    const account = key ? this.keyAccounts.account(key.keyId) : null
     const refuse = (decision: UpgradeDecision, limitOf?: 'key'): AcquireResult => ({
       kind: 'refused',
       decision,
@@ -523,6 +512,7 @@ export class TenantLimiter {
   settle(plan: BillingPlan, request: SettleRequest, now: number): LedgerEntry | null {
     const lease = request.leaseId === undefined ? undefined : this.leases.get(request.leaseId)
     const reservation = lease ? null : this.takeReservation(request.reservationId)
+    this.keyAccounts.releaseRestored(request.reservationId)
     const usage = request.usage
     const total = usage ? usage.promptTokens + usage.completionTokens : 0
     const tool = isMeteredTool(request.model) ? request.model : null
@@ -547,7 +537,7 @@ export class TenantLimiter {
     if (!usage) return failedAfterAdmission(request, this.mode, createdAt)
     // The key's spend: the list price, in test mode too (a key's budget behaves the same in both).
     const keyId = keyIdOfPrincipal(request.principal)
-    const account = keyId === null ? undefined : this.keys.get(keyId)
+    const account = keyId === null ? undefined : this.keyAccounts.get(keyId)
     if (account) {
       account.roll(now)
       account.charge(
@@ -608,7 +598,7 @@ export class TenantLimiter {
   snapshot(plan: BillingPlan, now: number, key?: KeyLimitInput): RateLimitSnapshot {
     let requests = { limit: plan.requestsPerMinute, window: this.requests }
     let tokens = { limit: plan.tokensPerMinute, window: this.tokens }
-    const account = key ? this.keys.get(key.keyId) : undefined
+    const account = key ? this.keyAccounts.get(key.keyId) : undefined
     if (key && account) {
       const left = (w: { limit: number; window: SlidingWindow }) => w.limit - w.window.total(now)
       if (key.requestsPerMinute !== undefined) {
@@ -667,6 +657,7 @@ export class TenantLimiter {
       if (now - reservation.at < RESERVATION_TTL_MS) break
       this.takeReservation(reservation.reservationId)
     }
+    this.keyAccounts.expireRestored(now, RESERVATION_TTL_MS)
     for (const lease of this.leases.values()) {
       if (now - lease.at < RESERVATION_TTL_MS) break
       this.releaseLeaseTokens(lease, lease.reservedTokens)
