@@ -5,18 +5,23 @@
  * (shared/metering/metering-client.ts) checks the model list and hands the rest to the tenant's
  * RateLimiter with the acquire call (no extra round trip).
  */
-import { isModelAlias, type ModelAlias } from '../catalog/model-aliases'
-import type { KeySpendLimit } from '../metering/key-spend'
-import { usdToUnits } from '../metering/key-spend'
-import type { SpendPeriodKind } from '../metering/spend-period'
+import { z } from 'zod'
+import { isModelAlias, MODEL_ALIASES } from '../catalog/model-aliases'
+import { SPEND_PERIODS, type SpendPeriodKind } from '../metering/spend-period'
+import { usdToUnits } from '../metering/usd'
 
-export interface KeyLimits {
+/** The one definition: carried in the identity, and checked where a Durable Object stores one. */
+export const KeyLimitsSchema = z.object({
   /** Model aliases the key may call; null = whatever the plan allows. */
-  readonly allowedModels: readonly ModelAlias[] | null
-  readonly spendLimit: KeySpendLimit | null
-  readonly requestsPerMinute: number | null
-  readonly tokensPerMinute: number | null
-}
+  allowedModels: z.array(z.enum(MODEL_ALIASES)).readonly().nullable(),
+  spendLimit: z
+    .object({ amountUnits: z.int().min(1), period: z.enum(SPEND_PERIODS) })
+    .readonly()
+    .nullable(),
+  requestsPerMinute: z.int().min(1).nullable(),
+  tokensPerMinute: z.int().min(1).nullable(),
+})
+export type KeyLimits = z.infer<typeof KeyLimitsSchema>
 
 /** The api_keys columns that hold the limits. */
 export interface KeyLimitColumns {

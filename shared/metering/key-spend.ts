@@ -12,18 +12,7 @@ import type { Drizzle } from '../db/client'
 import { METERED_TOOLS, type PlanCatalog } from '../plans/plan-catalog'
 import type { LedgerEntry, MeteredResource } from './metering.schemas'
 import { isMeteredTool } from './metering.schemas'
-import {
-  CREDIT_UNITS_PER_CENT,
-  estimateCostUnits,
-  modelPrices,
-  picoUsd,
-  toolCostUnits,
-  usageCostUnits,
-} from './pricing'
-import type { SpendPeriodKind } from './spend-period'
-
-/** Credit units per US dollar (one unit is 1e-6 USD). */
-export const CREDIT_UNITS_PER_USD = 100 * CREDIT_UNITS_PER_CENT
+import { estimateCostUnits, modelPrices, picoUsd, toolCostUnits, usageCostUnits } from './pricing'
 
 /** The list price of one ledger row, in credit units (0 for a failed request's zero row). */
 export function listCostUnits(
@@ -50,22 +39,6 @@ export function worstCaseCostUnits(
   return prices.promptPico > prices.completionPico
     ? Math.ceil((estimatedTokens * prices.promptPico) / 1_000_000)
     : estimateCostUnits(resource, estimatedTokens)
-}
-
-/** USD (a number with at most six decimals) → credit units. */
-export function usdToUnits(usd: number | string): number {
-  return Math.round(Number(usd) * CREDIT_UNITS_PER_USD)
-}
-
-/** Credit units → USD, for the API (six decimals at most). */
-export function unitsToUsd(units: number): number {
-  return Math.round(units) / CREDIT_UNITS_PER_USD
-}
-
-/** A key's spend limit as the RateLimiter receives it with each acquire. */
-export interface KeySpendLimit {
-  readonly amountUnits: number
-  readonly period: SpendPeriodKind
 }
 
 /** Prices per resource as one JSON parameter: [resource, prompt, completion, cache read, per unit] in pico-USD. */
