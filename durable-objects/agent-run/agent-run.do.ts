@@ -26,7 +26,8 @@ import { DurableObject } from 'cloudflare:workers'
 import { modelEntry } from '../../shared/catalog/model-catalog'
 import { AppError, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
-import { resolvePlan } from '../../shared/plans'
+import { worstCaseCostUnits } from '../../shared/metering/key-spend'
+import { type PlanCatalog, resolvePlan } from '../../shared/plans'
 import type { Identity, Mode } from '../../shared/worker/request-context'
 import { INDEX_RETRY_MIN_MS, indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
@@ -81,6 +82,17 @@ export function estimatedTurnTokens(settings: TurnSettings): number {
     turnOutputBudget(settings.effort ?? undefined, modelEntry(settings.model).max_output_length) +
     Math.ceil(JSON.stringify(settings).length / 4)
   )
+}
+
+/**
+ * A turn of a key with a spend limit keeps the worst case its admission reserved: its rounds after
+ * the first stop before one could cost more (turn-loop.ts), so the turn's cost stays within it.
+ */
+function spendBounded(call: TurnCall, estimatedTokens: number, catalog: PlanCatalog): TurnCall {
+  const principal = call.identity.principal
+  if (principal.kind !== 'api_key' || !principal.limits?.spendLimit) return call
+  const bound = worstCaseCostUnits(catalog, call.settings.model, estimatedTokens, undefined)
+  return { ...call, settings: { ...call.settings, spend_bound_units: bound } }
 }
 
 /** Errors cross RPC as data (an AppError's class does not survive serialisation). */
@@ -197,13 +209,14 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       if (first.kind === 'reattach') return this.follow(call.runId, first.turn, call.request.cursor ?? 0)
       const { catalog } = resolvePlan(this.env, call.identity.planId)
       const meter = openMeter(this.env.RATE_LIMITER, call.identity, 'code.turns')
+      const estimatedTokens = estimatedTurnTokens(call.settings)
       let grant: MeterGrant
       try {
         grant = await meter.acquire(
           {
             requestId: `agent-turn:${call.runId}:${call.bodyHash.slice(7, 39)}`,
             model: call.settings.model,
-            estimatedTokens: estimatedTurnTokens(call.settings),
+            estimatedTokens,
           },
           catalog,
         )
@@ -222,7 +235,10 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
           release(200)
           return this.follow(call.runId, second.turn, call.request.cursor ?? 0)
         }
-        response = this.acceptTurn(call, second, { identity: call.identity, grant })
+        response = this.acceptTurn(spendBounded(call, estimatedTokens, catalog), second, {
+          identity: call.identity,
+          grant,
+        })
       } catch (err) {
         release(toAppError(err).status)
         throw err
