@@ -28,6 +28,7 @@ import { AppError, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
 import { worstCaseCostUnits } from '../../shared/metering/key-spend'
 import { type PlanCatalog, resolvePlan } from '../../shared/plans'
+import { countPromptTokens } from '../../shared/providers'
 import type { Identity, Mode } from '../../shared/worker/request-context'
 import { INDEX_RETRY_MIN_MS, indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
@@ -209,7 +210,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       if (first.kind === 'reattach') return this.follow(call.runId, first.turn, call.request.cursor ?? 0)
       const { catalog } = resolvePlan(this.env, call.identity.planId)
       const meter = openMeter(this.env.RATE_LIMITER, call.identity, 'code.turns')
-      const estimatedTokens = estimatedTurnTokens(call.settings)
+      const estimatedTokens = estimatedTurnTokens(call.settings) + this.conversationBound(call)
       let grant: MeterGrant
       try {
         grant = await meter.acquire(
@@ -253,6 +254,18 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       logServerError(error)
       return error.toResponse()
     }
+  }
+
+  /**
+   * For a spend-limited key, what the turn's first round re-sends besides its settings: the run's
+   * conversation so far, and the transcript this turn seeds (its UTF-8 bytes: no token is
+   * shorter than a byte), so its reservation covers that round. Other turns: 0 (the estimate).
+   */
+  private conversationBound(call: TurnCall): number {
+    const principal = call.identity.principal
+    if (principal.kind !== 'api_key' || !principal.limits?.spendLimit) return 0
+    const transcript = new TextEncoder().encode(JSON.stringify(call.request.transcript)).byteLength
+    return countPromptTokens(this.store.conversation(), undefined) + transcript
   }
 
   private owns(run: RunRow, owner: RunOwner): boolean {
