@@ -67,7 +67,13 @@ describe('a spend-limited key across a SIGKILL of npm start', () => {
     const inFlight = burst(first, key.key, 64)
     let answered = 0
     await Promise.race([
-      Promise.all(inFlight.map((p) => p.then(() => void (answered += 1)))),
+      Promise.all(
+        inFlight.map((p) =>
+          p.then(() => {
+            answered += 1
+          }),
+        ),
+      ),
       (async () => {
         while (answered < 4) await new Promise((resolve) => setTimeout(resolve, 5))
       })(),
