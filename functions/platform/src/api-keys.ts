@@ -255,9 +255,12 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       const { keyId } = c.req.valid('param')
       // Without a body the validator hands over {}: the schema's default grace applies.
       const { grace_period_seconds: grace } = ApiKeyRotateSchema.parse(c.req.valid('json'))
-      const rotated = await withRequestDatabase(c, 'platform', (db) =>
-        rotateApiKey(db, identity, keyId, grace),
-      )
+      const { catalog } = resolvePlan(c.env, identity.planId)
+      const rotated = await withRequestDatabase(c, 'platform', async (db) => {
+        const done = await rotateApiKey(db, identity, keyId, grace)
+        const [view, previous] = await withSpend(db, [done.view, done.previous], catalog)
+        return { ...done, view: view!, previous: previous! }
+      })
       await recordAuditEvent(c, {
         kind: 'api_key.changed',
         action: 'rotated',
