@@ -8,7 +8,9 @@
  * Protocol (RPC):
  *   acquire(request)  → granted | refused (an UpgradeDecision) | unavailable
  *                       checks requests/min, tokens/min (reserving the estimate), the model's
- *                       and the monthly allowance, credits and the overage cap, then admits.
+ *                       and the monthly allowance, credits and the overage cap, then the calling
+ *                       key's own rates and spend limit (key-account.ts, key-spend-load.ts), then
+ *                       admits.
  *   settleMany(usage) → each reservation becomes the tokens used and its ledger row is written to
  *                       this object's SQLite storage, in one commit with the settles that arrived
  *                       with it (writeInGroup), before the call answers (the output gate
