@@ -10,7 +10,10 @@
  *   3. live only: the model's monthly allowance (tier)      → tier_allowance_exhausted
  *   4. live only: the monthly token allowance, then usage credits and the overage cap
  *      → token_allowance_exhausted | overage_cap_reached | insufficient_credits
- *   In-flight reservations count as used in 3 and 4, so parallel requests cannot overshoot.
+ *   5. the calling API key's own limits, when it has any (key-account.ts): its requests and
+ *      tokens per minute (checked after 2), then its spend at list price, reserving the worst case
+ *      → rate_limited | overage_cap_reached (refusals marked `limitOf: 'key'`). Test mode too.
+ *   In-flight reservations count as used in 3, 4 and 5, so parallel requests cannot overshoot.
  *   OTLP ingestion (`telemetry_ingest`) is not counted in 1 and 2: it has its own windows, the
  *   plan's ingestRequestsPerMinute and ingestBytesPerMinute (exporters send on their own timers
  *   and must not use up the model requests' budget), then its monthly byte allowance like any
