@@ -42,11 +42,13 @@ import { z } from 'zod'
 import { envReader, wholeNumberVar } from '../../shared/config/worker-env'
 import { DATABASE_VARS, type DatabaseEnv } from '../../shared/db/client'
 import { describeError } from '../../shared/db/errors'
+import { listCostUnits } from '../../shared/metering/key-spend'
 import {
   type AcquireInput,
   AcquireInputSchema,
   type AcquireResult,
   type BalanceRow,
+  type KeyLimitInput,
   type LeaseReturnInput,
   type LedgerEntry,
   type MeteringMode,
@@ -57,6 +59,7 @@ import {
   type SettleResult,
 } from '../../shared/metering/metering.schemas'
 import type { RateLimiterRpc } from '../../shared/metering/metering-client'
+import { spendPeriodAt } from '../../shared/metering/spend-period'
 import {
   type BillingPlan,
   getPlan,
@@ -212,12 +215,16 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     const ready = await this.ready(input)
     if (typeof ready === 'string') return { kind: 'unavailable', detail: ready }
     const { limiter, plan } = ready
+    if (input.key && !limiter.keySpendReady(input.key, this.clock())) {
+      const failure = await this.loadKeySpend(limiter, input.key)
+      if (failure) return { kind: 'unavailable', detail: failure }
+    }
     for (const lease of input.leaseReturns ?? []) limiter.returnLease(lease)
     const now = this.clock()
     const result = limiter.acquire(plan, input, now)
     this.keepBalanceFresh(now)
     if (result.kind !== 'granted' || !input.lease) return result
-    const lease = limiter.grantLease(plan, { ...input.lease, model: input.model }, now)
+    const lease = limiter.grantLease(plan, { ...input.lease, model: input.model, key: input.key }, now)
     return lease ? { ...result, lease, snapshot: limiter.snapshot(plan, now) } : result
   }
 
@@ -356,6 +363,64 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
 
   private catalog(): PlanCatalog {
     return planCatalogFromEnv(this.env)
+  }
+
+  /**
+   * Reads a key's spend in the current period of its limit, once (then settles keep it): this
+   * object's rows of the key not yet marked flushed (and those in the group being written),
+   * plus Postgres' other rows of the key. Runs with other events held back, so no settle of the
+   * key slips between the two reads. Returns why it failed, or null.
+   */
+  private async loadKeySpend(limiter: TenantLimiter, key: KeyLimitInput): Promise<string | null> {
+    if (key.period === undefined) return null
+    const period = key.period
+    let failure: string | null = null
+    await this.ctx.blockConcurrencyWhile(async () => {
+      const now = this.clock()
+      if (limiter.keySpendReady(key, now)) return
+      const scope = this.scope
+      if (!scope) {
+        failure = 'the rate limiter has no tenant yet'
+        return
+      }
+      const current = spendPeriodAt(period, now)
+      const catalog = this.catalog()
+      const principal = `key:${key.keyId}`
+      const local = this.rows(
+        `where flushed = 0 and principal = ? and created_at >= ?`,
+        principal,
+        current.start,
+      )
+        .map((r) => r.entry)
+        .concat(
+          (this.settleGroup?.entries ?? []).filter(
+            (e) => e.principal === principal && e.createdAt >= current.start,
+          ),
+        )
+      let spent = 0
+      for (const entry of local) spent += listCostUnits(catalog, entry)
+      try {
+        if (this.store) {
+          spent += await this.store.loadKeySpend(
+            {
+              tenantId: scope.tenantId,
+              mode: scope.mode,
+              keyId: key.keyId,
+              since: current.start,
+              excludeRequestIds: local.map((e) => e.requestId),
+            },
+            catalog,
+          )
+        } else if (scope.mode === 'live') {
+          throw new Error("DATABASE_URL is not set, so the key's spend cannot be loaded")
+        }
+      } catch (err) {
+        failure = describeError(err)
+        return
+      }
+      limiter.keyAccount(key.keyId).loadSpend(current, spent)
+    })
+    return failure
   }
 
   /**
