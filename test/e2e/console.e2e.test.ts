@@ -360,6 +360,61 @@ describe('console: API keys', () => {
     expect(res.status).toBe(404)
     expect((await memories(theirs.key)).status).toBe(200)
   })
+
+  it("a key's page sets its limits, shows its spend filling up, is where a spent key's refusal points, and gives its signed statement", async () => {
+    await page.goto(url('/console/api-keys'))
+    await page.getByLabel('Name').fill('limited key')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const secret = (await page.locator('#new-secret').textContent())?.trim() ?? ''
+    await page.goto(url('/console/api-keys'))
+    await page.getByRole('link', { name: 'limited key' }).click()
+    await page.waitForURL(/\/console\/api-keys\/[0-9a-f-]{36}$/)
+    const keyPage = page.url()
+    expect(await page.locator('main').textContent()).toContain('No spend limit')
+
+    // A tenth of a cent a day, on one model.
+    await page.getByLabel('Spend limit (USD)').fill('0.001')
+    await page.getByLabel('Period').selectOption('day')
+    await page.getByRole('checkbox', { name: 'svc-cell' }).check()
+    await page.getByRole('button', { name: 'Save limits' }).click()
+    await page.waitForURL(/saved=1/)
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Limits saved')
+    expect(await page.getByLabel('Spend limit (USD)').inputValue()).toBe('0.001')
+    expect(await page.getByRole('checkbox', { name: 'svc-cell' }).isChecked()).toBe(true)
+
+    const chat = (model: string) =>
+      fetch(url('/svc/chat/completions'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 16 }),
+      })
+    expect((await chat('svc-brood')).status).toBe(403)
+    // Spend until the limit refuses; the refusal's action opens this key's page.
+    let refused: Response | null = null
+    for (let i = 0; i < 200 && !refused; i++) {
+      const res = await chat('svc-cell')
+      if (res.status !== 200) refused = res
+      else await res.body?.cancel()
+    }
+    expect(refused?.status).toBeGreaterThanOrEqual(402)
+    const body = (await refused!.json()) as {
+      svc_upgrade: { actions: { kind: string; url: string | null }[] }
+    }
+    const action = body.svc_upgrade.actions.find((a) => a.kind === 'manage_spend_cap')
+    expect(new URL(action!.url!).pathname).toBe(new URL(keyPage).pathname)
+
+    await page.goto(keyPage)
+    const spent = Number(await page.locator('#key-spend').getAttribute('value'))
+    expect(spent).toBeGreaterThan(0)
+    expect(spent).toBeLessThanOrEqual(0.001)
+    expect(await page.locator('#spend-heading + meter + p').textContent()).toMatch(/of \$0\.0010 spent/)
+    await shots('api-key-limits')
+
+    const download = await page.request.get(`${keyPage}/usage-statement`)
+    expect(download.status()).toBe(200)
+    expect(download.headers()['content-disposition']).toMatch(/^attachment; filename="usage-statement-/)
+    expect(JSON.stringify(await download.json())).toContain('payloadType')
+  })
 })
 
 describe('console: usage', () => {
@@ -402,7 +457,7 @@ describe('console: usage', () => {
     // Per model: one bar for svc-cell, its total the tokens of the three calls.
     const byModel = page.locator('[data-chart=usage-tokens-by-model]')
     expect(await byModel.locator('rect[data-series=svc-cell]').count()).toBe(1)
-    expect(await byModel.getAttribute('aria-label')).toMatch(/^Tokens: svc-cell \d+ tokens\.$/)
+    expect(await byModel.getAttribute('aria-label')).toMatch(/^Tokens: svc-cell [\d.]+k? tokens\.$/)
     await shots('usage')
 
     // Filtered by the key that made the calls they stay; by another key they are gone.

@@ -2,6 +2,7 @@
 import type { Hono } from 'hono'
 import type { ConsoleApp } from './console.context'
 import { agentRunPages } from './pages/agent-runs'
+import { apiKeyDetailPages } from './pages/api-key'
 import { apiKeyPages } from './pages/api-keys'
 import { auditLogPages } from './pages/audit-log'
 import { cryptoPolicyPages } from './pages/crypto-policy'
@@ -18,6 +19,7 @@ export function registerConsolePages(app: Hono<ConsoleApp>): void {
   signInPages(app)
   overviewPages(app)
   apiKeyPages(app)
+  apiKeyDetailPages(app)
   usagePages(app)
   planPages(app)
   cryptoPolicyPages(app)

@@ -50,7 +50,7 @@ function KeyRow({ k, csrf, admin, myRank }: { k: ApiKey; csrf: string; admin: bo
   return (
     <tr data-key-id={k.id}>
       <td title={`${k.name} ${k.redacted_value}, created ${formatDate(k.created_at)}`}>
-        {k.name}{' '}
+        <a href={`/console/api-keys/${k.id}`}>{k.name}</a>{' '}
         <span class="hint">
           <code>…{k.suffix}</code>
         </span>
