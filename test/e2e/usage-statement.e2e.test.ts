@@ -68,7 +68,13 @@ interface Statement {
   mode: string
   period: { kind: string; start: string; end: string | null }
   rows: Row[]
-  totals: { requests: number; prompt_tokens: number; completion_tokens: number; cost_usd: string }
+  totals: {
+    requests: number
+    prompt_tokens: number
+    completion_tokens: number
+    cost_usd: string
+    list_price_usd: string
+  }
 }
 
 interface StatementResponse {
@@ -185,6 +191,8 @@ beforeAll(async () => {
       mode: 'test',
       role: 'member',
       scopes: ['chat:write'],
+      // A limit far from reached: the statement's list-price total is what it counts.
+      spend_limit: { amount_usd: 100, period: 'month' },
     },
   )
   expect(made.status).toBe(201)
@@ -285,8 +293,11 @@ describe('usage statements', () => {
       requests: 4,
       prompt_tokens: received.reduce((n, r) => n + r.promptTokens, 0),
       completion_tokens: received.reduce((n, r) => n + r.completionTokens, 0),
+      // Test mode is charged nothing, but the key's limit counts every request at list price.
       cost_usd: '0.000000',
+      list_price_usd: expect.stringMatching(/^0\.\d{6}$/),
     })
+    expect(Number(statement.totals.list_price_usd)).toBeGreaterThan(0)
     const month = new Date()
     expect(statement.period.start).toBe(
       new Date(Date.UTC(month.getUTCFullYear(), month.getUTCMonth(), 1)).toISOString(),
@@ -295,6 +306,14 @@ describe('usage statements', () => {
     // Once the object has flushed those rows to Postgres, more requests: the next statement
     // merges rows from both places, still each request once.
     await expect.poll(async () => (await inPostgres(handedOut.id)).length, { timeout: 20_000 }).toBe(4)
+    // The same four requests as the key's spend (summed in SQL from Postgres, not from these rows).
+    const read = await api<{ spend: { used_usd: number; period: string } }>(
+      stack.tenantA.testKey,
+      'GET',
+      `/platform/v1/api-keys/${handedOut.id}`,
+    )
+    expect(read.body.spend.period).toBe('month')
+    expect(read.body.spend.used_usd).toBeCloseTo(Number(statement.totals.list_price_usd), 6)
     received.push(await jsonCompletion(handedOut.key, 'svc-cell', 'fifth, as JSON'))
     received.push(await streamedCompletion(handedOut.key, 'svc-cell', 'sixth, streamed'))
     // `current`: the calling key, for a holder that knows only its secret.

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { listCostUnits } from '../../../shared/metering/key-spend'
+import { PLAN_CATALOG } from '../../../shared/plans/plan-catalog'
 import { mergeSettled, type SettledRequest, statementRows, usdOf } from './usage-statement-rows'
 
 const T = Date.UTC(2026, 11, 7, 10, 0, 0)
@@ -11,6 +13,7 @@ const row = (requestId: string, createdAt: number, extra: Partial<SettledRequest
   quantity: 15,
   promptTokens: 10,
   completionTokens: 5,
+  cachedTokens: 0,
   creditsUnits: 0,
   status: 200,
   estimated: false,
@@ -44,11 +47,14 @@ describe('usage statement rows: each settled request once', () => {
   })
 
   it('totals are the sums of the rows; money is exact to 1e-6 USD', () => {
-    const { rows, totals } = statementRows([
-      row('agent-turn:run_abc:0123', T, { creditsUnits: 1_250, promptTokens: 100, completionTokens: 20 }),
-      row('reasoning-job:5b7c9e2e-0000-4000-8000-000000000000', T + 1, { creditsUnits: 2_000_001 }),
-      row('req_plain', T + 2, { status: null, estimated: true }),
-    ])
+    const { rows, totals } = statementRows(
+      [
+        row('agent-turn:run_abc:0123', T, { creditsUnits: 1_250, promptTokens: 100, completionTokens: 20 }),
+        row('reasoning-job:5b7c9e2e-0000-4000-8000-000000000000', T + 1, { creditsUnits: 2_000_001 }),
+        row('req_plain', T + 2, { status: null, estimated: true }),
+      ],
+      PLAN_CATALOG,
+    )
     expect(rows.map((r) => r.resource)).toEqual([
       { type: 'agent_run', id: 'run_abc' },
       { type: 'reasoning_job', id: '5b7c9e2e-0000-4000-8000-000000000000' },
@@ -60,7 +66,25 @@ describe('usage statement rows: each settled request once', () => {
       estimated: true,
       created_at: new Date(T + 2).toISOString(),
     })
-    expect(totals).toEqual({ requests: 3, prompt_tokens: 120, completion_tokens: 30, cost_usd: '2.001251' })
+    // The list price is what the key's limit counts, whatever was charged (0 here for req_plain).
+    const list = [100, 10, 10].map((p, i) =>
+      listCostUnits(PLAN_CATALOG, {
+        model: 'svc-cell',
+        promptTokens: p,
+        completionTokens: i === 0 ? 20 : 5,
+        cachedTokens: 0,
+        quantity: 15,
+      }),
+    )
+    expect(list[2]).toBeGreaterThan(0)
+    expect(rows.map((r) => r.list_price_usd)).toEqual(list.map(usdOf))
+    expect(totals).toEqual({
+      requests: 3,
+      prompt_tokens: 120,
+      completion_tokens: 30,
+      cost_usd: '2.001251',
+      list_price_usd: usdOf(list[0]! + list[1]! + list[2]!),
+    })
     expect(usdOf(123_456_789)).toBe('123.456789')
   })
 })

@@ -16,10 +16,16 @@ import { and, asc, eq, gte, lt, type SQL } from 'drizzle-orm'
 import type { Drizzle } from '../../../shared/db/client'
 import { usageLedger } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
-import type { LedgerEntry, MeteringMode } from '../../../shared/metering/metering.schemas'
+import { listCostUnits } from '../../../shared/metering/key-spend'
+import {
+  type LedgerEntry,
+  MeteredResourceSchema,
+  type MeteringMode,
+} from '../../../shared/metering/metering.schemas'
 import type { RateLimiterNamespace } from '../../../shared/metering/metering-client'
 import { centsToUnits } from '../../../shared/metering/pricing'
 import type { SpendPeriod } from '../../../shared/metering/spend-period'
+import type { PlanCatalog } from '../../../shared/plans/plan-catalog'
 import type { UsageStatement } from './usage-statement.schemas'
 
 /** Most rows one statement holds; a key with more in the period asks for a shorter one. */
@@ -36,6 +42,8 @@ export interface SettledRequest {
   readonly quantity: number
   readonly promptTokens: number
   readonly completionTokens: number
+  /** Part of promptTokens (priced at the cache-read price). */
+  readonly cachedTokens: number
   /** 1e-6 USD (shared/metering/pricing.ts). */
   readonly creditsUnits: number
   readonly status: number | null
@@ -52,6 +60,7 @@ export function fromObject(e: LedgerEntry): SettledRequest {
     quantity: e.quantity,
     promptTokens: e.promptTokens,
     completionTokens: e.completionTokens,
+    cachedTokens: e.cachedTokens,
     creditsUnits: e.creditsUnits,
     status: e.status,
     estimated: e.estimated,
@@ -133,6 +142,7 @@ export async function settledRequests(
       quantity: usageLedger.quantity,
       promptTokens: usageLedger.promptTokens,
       completionTokens: usageLedger.completionTokens,
+      cachedTokens: usageLedger.cachedTokens,
       creditsCents: usageLedger.creditsCents,
       status: usageLedger.status,
       estimated: usageLedger.estimated,
@@ -168,14 +178,29 @@ function resourceOf(requestId: string): UsageStatement['rows'][number]['resource
   return null
 }
 
-export function statementRows(requests: readonly SettledRequest[]): Pick<UsageStatement, 'rows' | 'totals'> {
+/**
+ * Rows and totals. Each row carries what it was charged (`cost_usd`) and its list price
+ * (`list_price_usd`: what the key's spend limit counts, test mode and the plan's allowance
+ * included, priced as the RateLimiter prices it: shared/metering/key-spend.ts), so the totals of a
+ * statement for the key's limit period equal the key's `spend.used_usd`.
+ */
+export function statementRows(
+  requests: readonly SettledRequest[],
+  catalog: PlanCatalog,
+): Pick<UsageStatement, 'rows' | 'totals'> {
   let prompt = 0
   let completion = 0
   let units = 0
+  let listUnits = 0
   const rows = requests.map((r) => {
+    // Every ledger row names a metered resource (the RateLimiter checks it); a row that does not
+    // (a hand-edited database) has no list price rather than a made-up one.
+    const model = MeteredResourceSchema.safeParse(r.model)
+    const list = model.success ? listCostUnits(catalog, { ...r, model: model.data }) : 0
     prompt += r.promptTokens
     completion += r.completionTokens
     units += r.creditsUnits
+    listUnits += list
     return {
       request_id: r.requestId,
       resource: resourceOf(r.requestId),
@@ -186,6 +211,7 @@ export function statementRows(requests: readonly SettledRequest[]): Pick<UsageSt
       prompt_tokens: r.promptTokens,
       completion_tokens: r.completionTokens,
       cost_usd: usdOf(r.creditsUnits),
+      list_price_usd: usdOf(list),
       status: r.status,
       estimated: r.estimated,
       created_at: new Date(r.createdAt).toISOString(),
@@ -198,6 +224,7 @@ export function statementRows(requests: readonly SettledRequest[]): Pick<UsageSt
       prompt_tokens: prompt,
       completion_tokens: completion,
       cost_usd: usdOf(units),
+      list_price_usd: usdOf(listUnits),
     },
   }
 }

@@ -13,11 +13,14 @@ export const USAGE_STATEMENT_PAYLOAD_TYPE = 'application/vnd.svc.usage-statement
 export const USAGE_STATEMENT_TYPE = 'https://svc.dev/usage-statement/v1'
 
 /**
- * The period a statement covers when the request names none. The key's own spend-limit period
- * once keys carry one (issue 29); until then the calendar month, as the plan's allowance.
+ * The period a statement covers when the request names none: the key's own spend-limit period,
+ * so the statement is the bill of what its limit counts; the calendar month (as the plan's
+ * allowance) for a key without one.
  */
-export function defaultStatementPeriod(): SpendPeriodKind {
-  return 'month'
+export function defaultStatementPeriod(key: {
+  spend_limit: { period: SpendPeriodKind } | null
+}): SpendPeriodKind {
+  return key.spend_limit?.period ?? 'month'
 }
 
 const usd = z
@@ -74,6 +77,10 @@ export const UsageStatementRowSchema = z
       description:
         'What the request was charged: credits beyond the plan’s allowance (0 within it and in test mode)',
     }),
+    list_price_usd: usd.openapi({
+      description:
+        'What the request costs at list price: what the key’s spend limit counts, in test mode and within the allowance too',
+    }),
     status: z.int().nullable().openapi({
       description:
         'The HTTP status its client received; null when it never ended (billed from its last checkpoint)',
@@ -112,6 +119,9 @@ export const UsageStatementSchema = z
         prompt_tokens: z.int(),
         completion_tokens: z.int(),
         cost_usd: usd,
+        list_price_usd: usd.openapi({
+          description: "Equals the key's spend.used_usd when the statement covers its limit period",
+        }),
       })
       .strict(),
   })

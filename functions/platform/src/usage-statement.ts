@@ -28,6 +28,7 @@ import { utf8 } from '../../../shared/crypto/encoding'
 import { AppError } from '../../../shared/http/errors'
 import { meteringUnavailable } from '../../../shared/metering/metering-client'
 import { type SpendPeriod, spendPeriodAt } from '../../../shared/metering/spend-period'
+import { resolvePlan } from '../../../shared/plans/plan-catalog'
 import { type FamilyEnv, identityOf } from '../../../shared/worker/family-app'
 import { actorOf, type Identity } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
@@ -121,12 +122,12 @@ export function usageStatementRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
         )
       }
       const limiters = c.env.RATE_LIMITER
-      const period = spendPeriodAt(query.period ?? defaultStatementPeriod(), at)
-      const { key, requests } = await withRequestDatabase(c, 'platform', async (db) => {
+      const { key, period, requests } = await withRequestDatabase(c, 'platform', async (db) => {
         const key = await getApiKey(db, identity, keyId)
         if (key.mode !== identity.mode) throw apiKeyNotFound(keyId)
+        const period = spendPeriodAt(query.period ?? defaultStatementPeriod(key), at)
         const scope = { tenantId: identity.tenantId, mode: key.mode, keyId }
-        return { key, requests: await settledRequests(db, limiters, scope, period, now) }
+        return { key, period, requests: await settledRequests(db, limiters, scope, period, now) }
       })
 
       const statement: UsageStatement = {
@@ -141,7 +142,7 @@ export function usageStatementRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): 
           start: new Date(period.start).toISOString(),
           end: period.end === null ? null : new Date(period.end).toISOString(),
         },
-        ...statementRows(requests),
+        ...statementRows(requests, resolvePlan(c.env, identity.planId).catalog),
       }
       const payload = utf8.encode(canonicalJson(statement))
       const signed = await signDocument(c.env.AUTH, USAGE_STATEMENT_PAYLOAD_TYPE, payload)
