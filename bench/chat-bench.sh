@@ -3,6 +3,8 @@
 # (docs/benchmarks.md, "Chat completions"). Adapted from the team's peer-bench harness.
 #
 #   direct        the mock upstream itself (127.0.0.1:18080)
+#   svc-limited   the same stack and route with a live key carrying per-key limits (model list,
+#                 spend limit, its own rates; none reached): what the limits add to each request
 #   svc           this product as in production: plain `workerd serve` on the generated config
 #                 (bench/chat-stack.ts = scripts/stack.ts runtime 'workerd', no Miniflare entry
 #                 worker or outbound interceptor; STACK_RUNTIME=miniflare to compare), live key,
@@ -25,13 +27,15 @@
 #
 # env: ROUNDS(3) C1_DUR(10) C32_DUR(15) C32_CONN(32) SEQ_REQ(3000) STREAM_REQ(300) WARM_S(5)
 #      FOREIGN_MAX(0.10) RETRIES(3) STACK_RUNTIME(workerd)
-#      TARGETS("direct svc portkey workerd-bare workerd-2iso wrangler-dev")
+#      TARGETS("direct svc svc-limited portkey workerd-bare workerd-2iso wrangler-dev")
 # Output: bench/results/chat-<ts>.jsonl (+ .meta, .summary.md); logs in bench/results/chat-<ts>-logs/
 set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd); ROOT=$(cd "$D/.." && pwd); cd "$D"
 ROUNDS=${ROUNDS:-3}; C1_DUR=${C1_DUR:-10}; C32_DUR=${C32_DUR:-15}; C32_CONN=${C32_CONN:-32}
 STREAM_REQ=${STREAM_REQ:-300}; SEQ_REQ=${SEQ_REQ:-3000}; WARM_S=${WARM_S:-5}; FOREIGN_MAX=${FOREIGN_MAX:-0.10}; RETRIES=${RETRIES:-3}
-WANT=${TARGETS:-"direct svc portkey workerd-bare workerd-2iso wrangler-dev"}
+WANT=${TARGETS:-"direct svc svc-limited portkey workerd-bare workerd-2iso wrangler-dev"}
+# svc-limited needs the svc stack: it is the same stack with the key that carries per-key limits.
+[[ " $WANT " == *" svc-limited "* && " $WANT " != *" svc "* ]] && WANT="$WANT svc"
 TS=$(date +%Y%m%d-%H%M%S); mkdir -p results
 OUT=results/chat-$TS.jsonl; LOGS=results/chat-$TS-logs; RUN=$LOGS/run; mkdir -p "$LOGS" "$RUN"
 TICK=$(getconf CLK_TCK); NODE="$ROOT/node_modules/.bin/node"; export PATH="$ROOT/node_modules/.bin:$PATH"
@@ -68,12 +72,14 @@ want workerd-2iso && start workerd2 bash -c "cd chat-floor-worker && exec '$ROOT
 STACK_DIR=$(mktemp -d -t svc-bench-chat-XXXXXX)
 want svc && start svc tsx "$ROOT/bench/chat-stack.ts" 18790 http://127.0.0.1:18080/v1 "$STACK_DIR"
 
-for i in $(seq 1 120); do [[ -f "$STACK_DIR/bench-key" ]] || ! want svc && break; sleep 1; done
+for i in $(seq 1 120); do [[ -f "$STACK_DIR/bench-key-limited" ]] || ! want svc && break; sleep 1; done
 KEY=$(cat "$STACK_DIR/bench-key" 2>/dev/null || true)
+LIMITED_KEY=$(cat "$STACK_DIR/bench-key-limited" 2>/dev/null || true)
 TARGETS_FILE=$LOGS/targets.conf
 {
   echo "direct|http://127.0.0.1:18080/v1/chat/completions|authorization: Bearer sk-mock|mock|gpt-4o-mini"
   want svc && echo "svc|http://127.0.0.1:18790/svc/chat/completions|authorization: Bearer $KEY|svc|svc-cell"
+  want svc-limited && echo "svc-limited|http://127.0.0.1:18790/svc/chat/completions|authorization: Bearer $LIMITED_KEY|svc|svc-cell"
   want portkey && echo "portkey|http://127.0.0.1:18787/v1/chat/completions|authorization: Bearer sk-mock;;x-portkey-provider: openai;;x-portkey-custom-host: http://127.0.0.1:18080/v1|portkey|gpt-4o-mini"
   want workerd-bare && echo "workerd-bare|http://127.0.0.1:18789/v1/chat/completions|authorization: Bearer sk-mock|workerd|gpt-4o-mini"
   want workerd-2iso && echo "workerd-2iso|http://127.0.0.1:18786/v1/chat/completions|authorization: Bearer sk-mock|workerd2|gpt-4o-mini"
@@ -124,7 +130,7 @@ measure() {
 
 { echo "# $(date -Is) host: $(nproc) cpu $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), kernel $(uname -r), node $("$NODE" -v), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
   echo "# ROUNDS=$ROUNDS C1_DUR=$C1_DUR C32_DUR=$C32_DUR C32_CONN=$C32_CONN SEQ_REQ=$SEQ_REQ STREAM_REQ=$STREAM_REQ FOREIGN_MAX=$FOREIGN_MAX STACK_RUNTIME=${STACK_RUNTIME:-workerd} load=$(cut -d' ' -f1-3 /proc/loadavg)"
-  printf '# target: %s\n' "${TARGETS[@]}" | sed -E 's/svc_sk_live_[A-Za-z0-9]+/svc_sk_live_…/'; } > "$OUT.meta"
+  printf '# target: %s\n' "${TARGETS[@]}" | sed -E 's/svc_sk_live_[A-Za-z0-9]+/svc_sk_live_…/g'; } > "$OUT.meta"
 log "writing $OUT"
 
 for t in "${TARGETS[@]}"; do log "warmup $(fld "$t" 1)"

@@ -11,7 +11,8 @@
  *   still runs on every request: API-key auth, the plan checks, the RateLimiter object's rate and
  *   allowance checks with reservations, metering, the ledger and its batched flush to Postgres.
  *
- * Writes the live key to <dataDir>/bench-key. Usage:
+ * Writes the live key to <dataDir>/bench-key and a live key with per-key limits to
+ * <dataDir>/bench-key-limited. Usage:
  *   tsx bench/chat-stack.ts <port> <upstream base url> <dataDir>   start (SIGTERM stops)
  *   tsx bench/chat-stack.ts ledger <dataDir>                       what the ledger holds (stack running)
  */
@@ -71,6 +72,22 @@ const stack = await startStack({
   bindings: { MODEL_PROVIDERS: JSON.stringify(providers), PLAN_CATALOG: JSON.stringify(catalog) },
 })
 writeFileSync(path.join(dataDir, 'bench-key'), stack.credentials.liveKey)
+// A second live key of the same workspace carrying every per-key limit (a model list, a spend
+// limit and its own rates, none of them reached during a run): the limits' cost on the hot path is
+// this key's figures against the unlimited key's (docs/benchmarks.md, "Per-key limits").
+const limited = await fetch(`${stack.baseUrl}/platform/v1/api-keys`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${stack.credentials.liveKey}`, 'content-type': 'application/json' },
+  body: JSON.stringify({
+    name: 'bench limited',
+    mode: 'live',
+    allowed_models: ['svc-cell'],
+    spend_limit: { amount_usd: 1_000_000, period: 'total' },
+    rate_limit: { requests_per_minute: 100_000_000, tokens_per_minute: 100_000_000_000 },
+  }),
+})
+if (limited.status !== 201) throw new Error(`the limited key was refused: ${limited.status} ${await limited.text()}`)
+writeFileSync(path.join(dataDir, 'bench-key-limited'), ((await limited.json()) as { key: string }).key)
 writeFileSync(path.join(dataDir, 'bench-tenant'), stack.credentials.tenantId)
 console.log(`bench stack ready on ${stack.baseUrl} (${runtime}, tenant ${stack.credentials.tenantId})`)
 

@@ -6,6 +6,7 @@
 #
 #   bash bench/instructions.sh                     # chat:300 get:300 chat:300
 #   MEASURE="chat:1000 get:500 health:300" bash bench/instructions.sh   (health: GET /healthz, the gateway alone)
+#   MEASURE="chat:300 limited:300 chat:300 limited:300" bash bench/instructions.sh   (per-key limits' cost)
 #
 # How: bench/chat-stack.ts starts the stack (embedded Postgres, migrations, seed, plain workerd);
 # its workerd is paused and a second workerd runs the same generated config on port 18791 under
@@ -40,8 +41,9 @@ cleanup() {
   kill "$MOCK" 2> /dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 1 120); do [[ -f $DIR/stack/bench-key ]] && break; sleep 1; done
+for _ in $(seq 1 120); do [[ -f $DIR/stack/bench-key-limited ]] && break; sleep 1; done
 KEY=$(cat "$DIR/stack/bench-key")
+LIMITED_KEY=$(cat "$DIR/stack/bench-key-limited")
 # The stack's own workerd (found by its config path, stopped by pid) stays paused meanwhile.
 PAUSED=$(pgrep -f "$DIR/stack/workerd/config.capnp" | head -1)
 kill -STOP "$PAUSED"
@@ -65,6 +67,12 @@ chat() {
 get() {
   curl -s -o /dev/null -w '%{http_code}\n' -H "authorization: Bearer $KEY" \
     "http://127.0.0.1:$PORT/platform/v1/crypto/algorithms?type=kem"
+}
+# The same completion with the key that carries per-key limits (model list, spend limit, rates).
+limited() {
+  curl -s -o /dev/null -w '%{http_code}\n' -H "authorization: Bearer $LIMITED_KEY" -H 'content-type: application/json' \
+    -d '{"model":"svc-cell","messages":[{"role":"user","content":"Say hello"}],"max_tokens":32}' \
+    "http://127.0.0.1:$PORT/svc/chat/completions"
 }
 health() {
   curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$PORT/healthz"

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import {
   FAMILIES,
   FAMILY_TOKEN_AUDIENCES,
+  GATEWAY_CACHE_PARAM,
   pathEncodingProblem,
   ROUTES,
   RouteTable,
@@ -149,5 +150,30 @@ describe('RouteTable', () => {
 
   it('refuses a table with a duplicate route', () => {
     expect(() => new RouteTable([ROUTES[0]!, ROUTES[0]!])).toThrow(/duplicate route/)
+  })
+
+  it('routes that change what the gateway caches say so on their declaration, naming the entry by a parameter they have', () => {
+    for (const route of ROUTES.filter((r) => r.invalidates)) {
+      expect(route.method, route.path).not.toBe('GET')
+      const param = GATEWAY_CACHE_PARAM[route.invalidates!]
+      if (param) expect(route.path).toContain(`:${param}`)
+    }
+    // Every change to one key, service account or observability token, and to the crypto policy.
+    const changes = ROUTES.filter(
+      (r) =>
+        r.method !== 'GET' &&
+        /\/(api-keys|observability-tokens|service-accounts)\/:[a-zA-Z]+(\/rotate)?$|\/crypto\/policy$/.test(
+          r.path,
+        ),
+    )
+    expect(changes.length).toBeGreaterThanOrEqual(8)
+    // Changes that leave every cached entry true, and why.
+    const unchanged: Record<string, string> = {
+      'POST /platform/v1/service-accounts/:serviceAccountId/rotate':
+        'a new secret; access tokens already issued stay valid until they expire, the principal is unchanged',
+    }
+    expect(changes.filter((r) => !r.invalidates).map((r) => `${r.method} ${r.path}`)).toEqual(
+      Object.keys(unchanged),
+    )
   })
 })

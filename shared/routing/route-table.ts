@@ -89,6 +89,24 @@ export interface RouteSpec {
    * route takes API keys and access tokens, and refuses observability tokens.
    */
   credentials?: 'ingestion'
+  /**
+   * What a successful answer of this route changes that the gateway caches per isolate (the
+   * tenant's crypto policy, a credential's verdict): the isolate that forwarded it forgets that
+   * entry at once, other isolates within their cache TTL. The entry is named by the route's
+   * parameter of GATEWAY_CACHE_PARAM (a policy by the caller's tenant).
+   */
+  invalidates?: GatewayCache
+}
+
+/** The gateway's per-isolate caches that admin routes change. */
+export type GatewayCache = 'crypto_policy' | 'service_account' | 'api_key' | 'observability_token'
+
+/** The path parameter that names the cached entry (null: the caller's tenant). */
+export const GATEWAY_CACHE_PARAM: Record<GatewayCache, string | null> = {
+  crypto_policy: null,
+  service_account: 'serviceAccountId',
+  api_key: 'keyId',
+  observability_token: 'tokenId',
 }
 
 const KiB = 1024
@@ -330,12 +348,14 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'telemetry',
     access: 'credential',
     body: json(BODY_LIMITS.small),
+    invalidates: 'observability_token',
   },
   {
     method: 'DELETE',
     path: '/platform/v1/observability-tokens/:tokenId',
     family: 'telemetry',
     access: 'credential',
+    invalidates: 'observability_token',
   },
 
   { method: 'GET', path: '/platform/v1/crypto/policy', family: 'platform', access: 'credential' },
@@ -345,6 +365,7 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'platform',
     access: 'credential',
     body: json(BODY_LIMITS.small),
+    invalidates: 'crypto_policy',
   },
   {
     method: 'PATCH',
@@ -352,6 +373,7 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'platform',
     access: 'credential',
     body: json(BODY_LIMITS.small),
+    invalidates: 'crypto_policy',
   },
   { method: 'GET', path: '/platform/v1/crypto/policy/check', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/crypto/algorithms', family: 'platform', access: 'credential' },
@@ -405,6 +427,7 @@ export const ROUTES: readonly RouteSpec[] = [
     path: '/platform/v1/service-accounts/:serviceAccountId',
     family: 'platform',
     access: 'credential',
+    invalidates: 'service_account',
   },
   // API-key management (functions/platform/src/api-keys.ts).
   { method: 'GET', path: '/platform/v1/api-keys', family: 'platform', access: 'credential' },
@@ -422,6 +445,7 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'platform',
     access: 'credential',
     body: json(BODY_LIMITS.small),
+    invalidates: 'api_key',
   },
   {
     method: 'POST',
@@ -429,8 +453,15 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'platform',
     access: 'credential',
     body: json(BODY_LIMITS.small),
+    invalidates: 'api_key',
   },
-  { method: 'DELETE', path: '/platform/v1/api-keys/:keyId', family: 'platform', access: 'credential' },
+  {
+    method: 'DELETE',
+    path: '/platform/v1/api-keys/:keyId',
+    family: 'platform',
+    access: 'credential',
+    invalidates: 'api_key',
+  },
   // A key's signed usage statement (functions/platform/src/usage-statement.ts); no scope needed:
   // a key scoped away from the platform API still reads its own (shared/auth/scopes.ts).
   {

@@ -12,6 +12,8 @@ import { formatBytes, isJsonContentType, readJsonText } from '../../../shared/ht
 import { AppError, toAppError } from '../../../shared/http/errors'
 import {
   FAMILY_BINDING,
+  GATEWAY_CACHE_PARAM,
+  type GatewayCache,
   pathEncodingProblem,
   type RouteSpec,
   RouteTable,
@@ -333,30 +335,28 @@ gatewayApp.all('*', async (c) => {
   checkBody(route, request)
   const context = { requestId, identity, maxBodyBytes: route.body?.maxBytes ?? 0, baseUrl: c.get('baseUrl') }
   const response = await forward(route, request, c.env, context, url.pathname, c.get('origin'))
-  if ((route.family === 'platform' || route.family === 'telemetry') && response.ok) {
-    afterAdminChange(route, lookup.match.params, identity)
-  }
+  if (route.invalidates && response.ok) afterAdminChange(route.invalidates, lookup.match.params, identity)
   return response
 })
 
 /**
  * Admin changes take effect at once in the isolate that forwarded them (other isolates follow
- * within their cache TTL): a new crypto policy, a revoked service account.
+ * within their cache TTL): a new crypto policy, a revoked service account, a key revoked, rotated
+ * or given new limits, an observability token rotated or revoked. Which routes change what is on
+ * their declaration (RouteSpec.invalidates), never matched here by path.
  */
-function afterAdminChange(route: RouteSpec, params: Record<string, string>, identity: Identity): void {
-  if (route.path === '/platform/v1/crypto/policy' && route.method !== 'GET') {
-    invalidateTenantPolicy(identity.tenantId)
-  } else if (route.path === '/platform/v1/service-accounts/:serviceAccountId' && route.method === 'DELETE') {
-    invalidatePrincipal(identity.tenantId, serviceAccountSubject(params.serviceAccountId ?? ''))
-  } else if (
-    (route.path === '/platform/v1/api-keys/:keyId' &&
-      (route.method === 'DELETE' || route.method === 'PATCH')) ||
-    route.path === '/platform/v1/api-keys/:keyId/rotate'
-  ) {
-    // Revoked, rotated (the old key now expires at the end of its grace period), or its limits changed.
-    invalidateApiKey(params.keyId ?? '')
-  } else if (route.path.startsWith('/platform/v1/observability-tokens/:tokenId') && params.tokenId) {
-    invalidateObservabilityToken(params.tokenId)
+function afterAdminChange(cache: GatewayCache, params: Record<string, string>, identity: Identity): void {
+  const param = GATEWAY_CACHE_PARAM[cache]
+  const id = param ? (params[param] ?? '') : ''
+  switch (cache) {
+    case 'crypto_policy':
+      return invalidateTenantPolicy(identity.tenantId)
+    case 'service_account':
+      return invalidatePrincipal(identity.tenantId, serviceAccountSubject(id))
+    case 'api_key':
+      return invalidateApiKey(id)
+    case 'observability_token':
+      return invalidateObservabilityToken(id)
   }
 }
 
