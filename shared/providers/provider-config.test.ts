@@ -49,7 +49,7 @@ describe('provider configuration', () => {
     [JSON.stringify({ ...example, version: 2 }), /version/],
     [
       JSON.stringify({ ...example, routes: { 'svc-cell': ['nope'] } }),
-      /routes\.svc-cell\.0: unknown provider "nope"/,
+      /routes\.svc-cell\[0\] unknown provider "nope"/,
     ],
     [JSON.stringify({ ...example, routes: { 'svc-comb': ['workers-ai'] } }), /has no model for svc-comb/],
     [
@@ -58,7 +58,7 @@ describe('provider configuration', () => {
     ],
     [
       JSON.stringify({ ...example, providers: [{ ...example.providers[0], apiKey: 'sk-inline' }] }),
-      /Unrecognized key/,
+      /providers\[0\] has unknown field apiKey; remove it/,
     ],
     [
       JSON.stringify({

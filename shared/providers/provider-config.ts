@@ -9,6 +9,7 @@
 import { z } from 'zod'
 import { MODEL_ALIASES, type ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
+import { describeIssues } from '../http/validation'
 import { REASONING_EFFORTS } from './chat-wire'
 
 export const MODEL_PROVIDERS_VAR = 'MODEL_PROVIDERS'
@@ -160,13 +161,6 @@ export class ProviderConfigError extends Error {
   override readonly name = 'ProviderConfigError'
 }
 
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-    .join('; ')
-}
-
 /** Parses and validates a provider configuration; throws ProviderConfigError with every problem named. */
 export function parseProviderConfig(json: string): ProviderRegistry {
   let raw: unknown
@@ -175,9 +169,11 @@ export function parseProviderConfig(json: string): ProviderRegistry {
   } catch (err) {
     throw new ProviderConfigError(`${MODEL_PROVIDERS_VAR} is not valid JSON (${(err as Error).message})`)
   }
-  const parsed = ProviderConfigSchema.safeParse(raw)
+  const parsed = ProviderConfigSchema.safeParse(raw, { reportInput: true })
   if (!parsed.success) {
-    throw new ProviderConfigError(`${MODEL_PROVIDERS_VAR} is invalid: ${describeIssues(parsed.error)}`)
+    throw new ProviderConfigError(
+      `${MODEL_PROVIDERS_VAR} is invalid: ${describeIssues(parsed.error, raw, { root: 'the configuration', showValues: false })}`,
+    )
   }
   return createRegistry(parsed.data)
 }

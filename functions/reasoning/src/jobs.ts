@@ -338,7 +338,10 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
   )
   app.get('/svc/quantum-reasoning/jobs', async (c) => {
     const identity = callerOf(c)
-    const query = parseWith(JobListQuerySchema, c.req.query(), 'invalid_query')
+    const query = parseWith(JobListQuerySchema, c.req.query(), {
+      code: 'invalid_query',
+      root: 'the query string',
+    })
     const { plan } = resolvePlan(c.env, identity.planId)
     const page = await withRequestDatabase(c, 'reasoning', async (db) => ({
       ...(await readJobPage(db, scopeOf(identity), query)),
