@@ -227,3 +227,27 @@ export function providerRegistryFromEnv(env: {
 export function simulatedTargets(alias: ModelAlias): readonly ProviderTarget[] {
   return [{ provider: SIMULATED_PROVIDER, upstreamModel: alias, key: `${SIMULATED_PROVIDER.id}/${alias}` }]
 }
+
+/**
+ * The one 503 for a model no provider serves here (every family and the upstream client use it):
+ * names the alias, what the operator must set and that test keys need nothing. `detail` says why
+ * configured targets are unusable (a secret or binding missing).
+ */
+export function providerNotConfigured(alias: string, detail?: string): AppError {
+  return new AppError(
+    503,
+    'provider_not_configured',
+    `No model provider is configured for ${alias} on this deployment${detail ? ` (${detail})` : ''}. The operator must map ${alias} to a provider in ${MODEL_PROVIDERS_VAR} (see docs/providers.md); test keys (svc_sk_test_) use the built-in model and need none.`,
+  )
+}
+
+/** The registry and the failover targets of a live request's alias, or the 503 above. */
+export function requireProvider(
+  env: { readonly [MODEL_PROVIDERS_VAR]?: unknown },
+  alias: ModelAlias,
+): { registry: ProviderRegistry; targets: readonly ProviderTarget[] } {
+  const registry = providerRegistryFromEnv(env)
+  const targets = registry?.targetsFor(alias) ?? []
+  if (!registry || targets.length === 0) throw providerNotConfigured(alias)
+  return { registry, targets }
+}

@@ -50,7 +50,7 @@ import {
   type ResolvedPlan,
   resolvePlan,
 } from '../../../shared/plans'
-import { providerRegistryFromEnv } from '../../../shared/providers'
+import { requireProvider } from '../../../shared/providers'
 import { getConnection } from '../../../shared/quantum/providers/provider-connections.store'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import {
@@ -290,16 +290,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       )
     }
     await checkProviderConnection(c, identity, request)
-    if (!isTestMode(identity)) {
-      const registry = providerRegistryFromEnv(c.env)
-      if (!registry || registry.targetsFor(request.model).length === 0) {
-        throw new AppError(
-          503,
-          'provider_not_configured',
-          `No model provider is configured for ${request.model} on this deployment, so live jobs cannot run. Use a test key (svc_sk_test_) for the built-in model, or ask the operator to map ${request.model} in MODEL_PROVIDERS.`,
-        )
-      }
-    }
+    if (!isTestMode(identity)) requireProvider(c.env, request.model)
     const hash = requestHash(request, identity.mode)
     const claim = await withRequestDatabase(c, 'reasoning', (db) =>
       claimIdempotencyKey(db, { scope: scopeOf(identity), key, requestHash: hash, ...resolved }),
