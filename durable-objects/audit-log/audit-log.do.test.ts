@@ -2,12 +2,12 @@ import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import type { AuditEvent } from '../../shared/audit/audit-events'
 import { compareCheckpoints, parseCheckpointNote, verifyCheckpointNote } from '../../shared/audit/checkpoint'
-import { verifyConsistency } from '../../shared/audit/merkle'
 import { base64Decode } from '../../shared/crypto/encoding'
 import * as independent from '../../test/support/independent-merkle'
 import { type AuditLogNamespace, appendAuditEvent, auditLogOf } from './audit-client'
 import type { AuditLog } from './audit-log.do'
 import { logKeyRing } from './log-keys'
+import { verifyConsistency } from './merkle'
 
 const AUDIT_LOG = (env as unknown as { AUDIT_LOG: AuditLogNamespace }).AUDIT_LOG
 const LOG_SIGNING_KEYS = (env as unknown as { LOG_SIGNING_KEYS: string }).LOG_SIGNING_KEYS

@@ -26,6 +26,13 @@ import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
 import { type AuditEntry, type AuditEvent, AuditEventSchema } from '../../shared/audit/audit-events'
 import { signCheckpoint } from '../../shared/audit/checkpoint'
+import { canonicalJson } from '../../shared/crypto/digests'
+import { utf8 } from '../../shared/crypto/encoding'
+import { createSelfTestSuite, type SelfTestReport } from '../../shared/crypto/self-test'
+import { AppError } from '../../shared/http/errors'
+import { errorFields, log } from '../../shared/worker/log'
+import { AuditLogStore, type CheckpointRow, type LogMeta } from './audit-log.store'
+import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin } from './log-keys'
 import {
   completedLevels,
   consistencyProof,
@@ -34,14 +41,7 @@ import {
   inclusionProof,
   rangeHash,
   verifyConsistency,
-} from '../../shared/audit/merkle'
-import { canonicalJson } from '../../shared/crypto/digests'
-import { utf8 } from '../../shared/crypto/encoding'
-import { createSelfTestSuite, type SelfTestReport } from '../../shared/crypto/self-test'
-import { AppError } from '../../shared/http/errors'
-import { errorFields, log } from '../../shared/worker/log'
-import { AuditLogStore, type CheckpointRow, type LogMeta } from './audit-log.store'
-import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin } from './log-keys'
+} from './merkle'
 
 export const AuditLogEnvSchema = z.object({
   LOG_SIGNING_KEYS: z.string().optional(),

@@ -38,7 +38,6 @@ import { DurableObject } from 'cloudflare:workers'
 import { AppError } from '../../shared/http/errors'
 import { estimateCostUnits } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
-import type { QpuClaim, QpuJobPort, QpuOutcome } from '../../shared/quantum/qpu-queue'
 import { errorFields, log } from '../../shared/worker/log'
 import { isTestMode, principalId } from '../../shared/worker/request-context'
 import type { RunSlotHolder, SlotAnswer } from '../reasoning-run-queue/run-queue.protocol'
@@ -65,6 +64,7 @@ import { JobSteps } from './job-steps'
 import { JobViews } from './job-view'
 import { QpuStore } from './qpu.store'
 import { qpuSettingsFromEnv } from './qpu-settings'
+import type { QpuClaim, QpuJobPort, QpuOutcome } from './quantum/qpu-queue'
 import type { ReasoningJobEnv } from './reasoning-job.context'
 import { type DueWorkKind, type JobChange, type JobRow, JobStore } from './reasoning-job.store'
 
@@ -240,7 +240,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     return this.runSlot.granted(jobId)
   }
 
-  // --- the QPU port (shared/quantum/qpu-queue.ts): what the queue consumer calls ------------------
+  // --- the QPU port (durable-objects/reasoning-job/quantum/qpu-queue.ts): what the queue consumer calls ------------------
 
   async qpuClaim(attemptId: string): Promise<QpuClaim> {
     return this.hardware.claim(attemptId)

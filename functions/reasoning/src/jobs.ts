@@ -33,6 +33,7 @@ import {
   type ReceiptReply,
 } from '../../../durable-objects/reasoning-job/job-calls'
 import { reasoningSettingsFromEnv } from '../../../durable-objects/reasoning-job/job-settings'
+import { getConnection } from '../../../durable-objects/reasoning-job/quantum/providers/provider-connections.store'
 import type { ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import { runQueueName } from '../../../durable-objects/reasoning-run-queue/run-queue.protocol'
 import {
@@ -51,7 +52,6 @@ import {
   resolvePlan,
 } from '../../../shared/plans'
 import { requireProvider } from '../../../shared/providers'
-import { getConnection } from '../../../shared/quantum/providers/provider-connections.store'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import {
   type Identity,
