@@ -19,7 +19,7 @@ import {
   SERVICE_ACCOUNT_AUDIENCES,
   type ServiceAccountAudience,
 } from '../shared/auth/service-accounts.ts'
-import { generatePassword, setUserPassword } from '../shared/auth/user-passwords.ts'
+import { generatePassword, setUserPassword } from './db/user-passwords.ts'
 import { generateSigningKey } from '../shared/crypto/jwk.ts'
 import { isJwsAlgorithm, JWS_ALGORITHMS } from '../shared/crypto/jws-algorithms.ts'
 import { getPolicyPreset, type PresetName, validatePolicy } from '../shared/crypto-policy/index.ts'

@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { ensureWorkspace } from '../../scripts/db/seed.ts'
 import { generateApiKey } from '../../shared/auth/api-keys.ts'
-import { setUserPassword } from '../../shared/auth/user-passwords.ts'
+import { setUserPassword } from '../../scripts/db/user-passwords.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
 import { fileStack } from './file-stack.ts'
 
