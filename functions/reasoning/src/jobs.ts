@@ -41,7 +41,7 @@ import {
   actionRequiredResponse,
   errorResponse,
 } from '../../../shared/http/error-body'
-import { AppError } from '../../../shared/http/errors'
+import { AppError, reviveAppError } from '../../../shared/http/errors'
 import { UUID } from '../../../shared/http/uuid'
 import { parseWith } from '../../../shared/http/validation'
 import {
@@ -139,13 +139,8 @@ async function callJob<R = JobReply>(work: () => Promise<R>): Promise<R> {
   }
 }
 
-function refused(error: Extract<JobReply, { ok: false }>['error']): AppError {
-  const { status, code, message, param, headers, extraBody } = error
-  return new AppError(status, code, message, { param, headers, ...(extraBody ? { extraBody } : {}) })
-}
-
 function answer(reply: JobReply) {
-  if (!reply.ok) throw refused(reply.error)
+  if (!reply.ok) throw reviveAppError(reply.error)
   return reply.job
 }
 
@@ -392,7 +387,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
           jwksUrl,
         )) as ReceiptReply,
     )
-    if (!reply.ok) throw refused(reply.error)
+    if (!reply.ok) throw reviveAppError(reply.error)
     return c.json(reply.receipt, 200)
   })
 
