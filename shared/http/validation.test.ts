@@ -67,6 +67,14 @@ describe('validation messages', () => {
     expect(() => parseWith(Rule, { t: 3.5 })).toThrow('t must be between 0 and 2 (got 3.5); list is required')
   })
 
+  it("puts a schema's sentence that is not a rule phrase after a colon, without the value", () => {
+    const Unique = z.object({ ids: z.array(z.string()) }).superRefine((v, ctx) => {
+      if (new Set(v.ids).size < v.ids.length)
+        ctx.addIssue({ code: 'custom', path: ['ids', 1], message: 'duplicate id "a"' })
+    })
+    expect(() => parseWith(Unique, { ids: ['a', 'a'] })).toThrow(/^ids\[1\]: duplicate id "a"$/)
+  })
+
   it('keeps values out of the message when told to (secrets)', () => {
     const Key = z.object({ key: z.string().length(4) })
     expect(() => parseWith(Key, { key: 'secret-value' }, { showValues: false })).toThrow(

@@ -5,8 +5,9 @@
  * MAX_ISSUES problems per message (then "and N more").
  *
  * A schema may give its own rule with `{ error: 'must be between 0 and 2' }`: a rule phrase that
- * starts lower-case and leaves out the field name, which the renderer puts in front (and the value
- * after, unless the rule already says "(got …)"). zod's own
+ * starts lower-case ("must …", "is …", "has …") and leaves out the field name, which the renderer
+ * puts in front (and the value after, unless the rule already says "(got …)"); any other
+ * lower-case sentence of a schema follows the field name and a colon, as it is. zod's own
  * English messages start with a capital ("Too big: …"); for those the rule is derived from the
  * issue instead, so routes validated by the OpenAPI layer read the same as hand-parsed bodies.
  */
@@ -44,6 +45,9 @@ export function describeValue(value: unknown): string {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`
 const quoted = (values: readonly unknown[]) => values.map((v) => JSON.stringify(v)).join(', ')
+
+/** A schema's own rule phrase: lower-case, and says what the field must be or is. */
+const RULE_PHRASE = /^(must|is|are|has|have|requires|does|may|can|should|needs)\b/
 
 /** The rule an issue states, as a phrase that follows the field name. */
 function ruleOf(issue: Issue, received: unknown): string {
@@ -135,6 +139,9 @@ function describe(first: Issue, input: unknown, options: DescribeOptions = {}): 
   }
   const param = path.length === 0 ? null : issuePath(path)
   const rule = ruleOf(issue, received)
+  // A schema's sentence that is not a rule phrase ("duplicate provider id …") follows a colon.
+  if (/^[a-z]/.test(rule) && !RULE_PHRASE.test(rule))
+    return { text: `${param ?? options.root ?? 'the request body'}: ${rule}`, param }
   const showValue =
     options.showValues !== false &&
     received !== undefined &&

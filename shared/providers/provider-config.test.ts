@@ -54,7 +54,7 @@ describe('provider configuration', () => {
     [JSON.stringify({ ...example, version: 2 }), /version/],
     [
       JSON.stringify({ ...example, routes: { 'svc-cell': ['nope'] } }),
-      /routes\.svc-cell\[0\] unknown provider "nope"/,
+      /routes\.svc-cell\[0\]: unknown provider "nope"/,
     ],
     [JSON.stringify({ ...example, routes: { 'svc-comb': ['workers-ai'] } }), /has no model for svc-comb/],
     [
