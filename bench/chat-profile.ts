@@ -6,6 +6,7 @@
  *
  *   node bench/chat-mock-upstream.mjs 18080 &
  *   npx tsx bench/chat-profile.ts [seconds=8] [connections=8]
+ *   PROFILE_GET='/platform/v1/crypto/algorithms?type=kem' npx tsx bench/chat-profile.ts   (a GET instead)
  *
  * The profiler's own overhead inflates every figure; compare functions, not absolute times.
  */
@@ -106,18 +107,29 @@ const miniflare = new Miniflare(
 )
 await miniflare.ready
 
+/** PROFILE_GET=<path>: profile GETs of that path with the live key instead of chat completions. */
+const getPath = process.env.PROFILE_GET
 const wrk = (duration: number) =>
   new Promise<void>((resolve) => {
     const child = spawn(
       'wrk',
-      [
-        `-t1`,
-        `-c${connections}`,
-        `-d${duration}s`,
-        '-s',
-        path.join(ROOT, 'bench/chat-wrk-post.lua'),
-        `http://127.0.0.1:${PORT}/svc/chat/completions`,
-      ],
+      getPath
+        ? [
+            `-t1`,
+            `-c${connections}`,
+            `-d${duration}s`,
+            '-H',
+            `authorization: Bearer ${credentials.liveKey}`,
+            `http://127.0.0.1:${PORT}${getPath}`,
+          ]
+        : [
+            `-t1`,
+            `-c${connections}`,
+            `-d${duration}s`,
+            '-s',
+            path.join(ROOT, 'bench/chat-wrk-post.lua'),
+            `http://127.0.0.1:${PORT}/svc/chat/completions`,
+          ],
       {
         env: { ...process.env, HDRS: `authorization: Bearer ${credentials.liveKey}`, MODEL: 'svc-cell' },
         stdio: 'inherit',

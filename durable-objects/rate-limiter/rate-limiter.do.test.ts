@@ -607,3 +607,81 @@ describe('RateLimiter: restarts and the balance', () => {
     expect(String(failure)).toMatch(/serves .*:test, not .*:test/)
   })
 })
+
+describe('RateLimiter: a principal’s unflushed usage (usage statements)', () => {
+  const settledBy = async (h: Harness, reservationId: string, principal: string) => {
+    await h.acquire(reservationId)
+    await h.stub.settle({ ...h.settleInput(reservationId, 30, 5), principal, status: 200, latencyMs: 10 })
+  }
+  const query = (h: Harness, from = 0, to: number | null = null) =>
+    h.stub.unflushedUsage({ tenantId: h.tenantId, mode: h.mode, principal: 'key:mine', from, to })
+  const ids = (rows: readonly LedgerEntry[]) => rows.map((r) => r.reservationId)
+  // Ahead of the real clock, so the flush alarm each settle arms never fires on its own here: only
+  // runDurableObjectAlarm flushes.
+  const LATER = Date.now() + 30 * 86_400_000
+  const harnessLater = async () => {
+    const h = await harness('test', 'pro')
+    h.time.now = LATER
+    return h
+  }
+
+  it("returns the principal's durable rows until Postgres has them, never another principal's", async () => {
+    const h = await harnessLater()
+    await settledBy(h, 'a', 'key:mine')
+    await settledBy(h, 'other', 'key:theirs')
+    expect(ids(await query(h))).toEqual(['a'])
+
+    // A failed flush leaves the row where it was: still here, not in the store.
+    h.store.failures = 1
+    await runDurableObjectAlarm(h.stub)
+    expect(h.store.ledger.size).toBe(0)
+    expect(ids(await query(h))).toEqual(['a'])
+
+    await runDurableObjectAlarm(h.stub)
+    expect([...h.store.ledger.keys()].sort()).toEqual(['a', 'other'])
+    expect(await query(h)).toEqual([])
+
+    h.time.now = LATER + 60_000
+    await settledBy(h, 'b', 'key:mine')
+    h.time.now = LATER + 120_000
+    await settledBy(h, 'c', 'key:mine')
+    const [b] = await query(h)
+    expect(b).toMatchObject({
+      reservationId: 'b',
+      requestId: 'req_b',
+      principal: 'key:mine',
+      createdAt: LATER + 60_000,
+    })
+    expect(b).toMatchObject({ promptTokens: 30, completionTokens: 5, status: 200 })
+    // [from, to): the period's bounds.
+    expect(ids(await query(h, LATER + 60_000, LATER + 120_000))).toEqual(['b'])
+    expect(ids(await query(h, LATER + 60_001))).toEqual(['c'])
+  })
+
+  it('read before the store, it misses no settled row however the flush falls between the two reads', async () => {
+    const h = await harnessLater()
+    for (const id of ['a', 'b', 'c']) await settledBy(h, id, 'key:mine')
+    await runDurableObjectAlarm(h.stub)
+    for (const id of ['d', 'e']) await settledBy(h, id, 'key:mine')
+    const fromObject = ids(await query(h))
+    // The flush runs between the reader's two reads: the object's rows are in the store too now.
+    await runDurableObjectAlarm(h.stub)
+    const fromStore = [...h.store.ledger.keys()]
+    expect(fromObject).toEqual(['d', 'e'])
+    expect(new Set([...fromObject, ...fromStore])).toEqual(new Set(['a', 'b', 'c', 'd', 'e']))
+  })
+
+  it('refuses a query for another tenant or mode than the one it serves', async () => {
+    const h = await harnessLater()
+    await settledBy(h, 'a', 'key:mine')
+    const asked = await runInDurableObject(h.stub, (instance: RateLimiter) =>
+      instance
+        .unflushedUsage({ tenantId: h.tenantId, mode: 'live', principal: 'key:mine', from: 0, to: null })
+        .then(
+          () => 'answered',
+          (err: Error) => err.message,
+        ),
+    )
+    expect(asked).toMatch(/serves .*:test, not .*:live/)
+  })
+})

@@ -22,6 +22,8 @@
  *                       ORPHAN_AFTER_MS (its isolate died mid-stream) is settled by the alarm with
  *                       its last checkpoint, marked estimated.
  *   snapshot(scope)   → the rate-limit counters (for x-ratelimit-* headers on early refusals).
+ *   unflushedUsage(q) → one principal's durable rows not yet in Postgres (a key's usage
+ *                       statement merges them with usage_ledger: each request exactly once).
  *   alarm()           → settles orphaned requests, flushes pending ledger rows to Postgres in
  *                       batches (idempotent insert + balance update in one transaction), re-reads
  *                       the balance, prunes.
@@ -55,6 +57,8 @@ import {
   type RateLimitSnapshot,
   type SettleInput,
   type SettleResult,
+  type UnflushedUsageQuery,
+  UnflushedUsageQuerySchema,
 } from '../../shared/metering/metering.schemas'
 import type { RateLimiterRpc } from '../../shared/metering/metering-client'
 import {
@@ -280,6 +284,29 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     const ready = await this.ready(input)
     if (typeof ready === 'string') return null
     return ready.limiter.snapshot(ready.plan, this.clock())
+  }
+
+  /**
+   * The principal's settled rows still waiting for the flush, read from storage only: a row is
+   * here from the moment its settle was acknowledged until Postgres has committed it (the flush
+   * marks rows flushed after its transaction), so a reader that asks this first and Postgres
+   * second misses none. Rows of a settle group not yet written are not settled yet (their
+   * callers have no answer) and are left out. Reads nothing from Postgres and binds nothing.
+   */
+  async unflushedUsage(raw: UnflushedUsageQuery): Promise<LedgerEntry[]> {
+    const query = UnflushedUsageQuerySchema.parse(raw)
+    const current = this.scope
+    if (current && (current.tenantId !== query.tenantId || current.mode !== query.mode)) {
+      throw new Error(
+        `this RateLimiter serves ${current.tenantId}:${current.mode}, not ${query.tenantId}:${query.mode}`,
+      )
+    }
+    return this.rows(
+      `where flushed = 0 and principal = ? and created_at >= ? and created_at < ? order by created_at, seq`,
+      query.principal,
+      query.from,
+      query.to ?? Number.MAX_SAFE_INTEGER,
+    ).map((r) => r.entry)
   }
 
   override async alarm(): Promise<void> {

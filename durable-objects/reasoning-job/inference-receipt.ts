@@ -7,23 +7,14 @@
  */
 import { z } from '@hono/zod-openapi'
 import { canonicalJson, sha256Hex } from '../../shared/crypto/digests'
-import { preAuthEncoding } from '../../shared/crypto/dsse'
-import { base64Encode, utf8 } from '../../shared/crypto/encoding'
+import { DOCUMENT_SIGNING_ALGORITHM, type DocumentSigner, signDocument } from '../../shared/crypto/dsse'
+import { utf8 } from '../../shared/crypto/encoding'
+
+export type { DocumentSigner }
 
 export const RECEIPT_PAYLOAD_TYPE = 'application/vnd.svc.inference-receipt.v1+json'
 export const RECEIPT_TYPE = 'https://svc.dev/inference-receipt/v1'
-export const RECEIPT_SIGNING_ALGORITHM = 'ML-DSA-65'
-
-/** The auth worker's `sign` RPC, as this object sees it (the structural type of AuthWorker.sign). */
-export interface DocumentSigner {
-  sign(
-    data: Uint8Array,
-    alg: typeof RECEIPT_SIGNING_ALGORITHM,
-  ): Promise<
-    | { readonly ok: true; readonly kid: string; readonly alg: string; readonly signature: Uint8Array }
-    | { readonly ok: false; readonly code: string; readonly message: string }
-  >
-}
+export const RECEIPT_SIGNING_ALGORITHM = DOCUMENT_SIGNING_ALGORITHM
 
 /** The signed statement: one definition, read back from storage with this schema. */
 export const ReceiptStatementSchema = z
@@ -116,16 +107,6 @@ export type SignedReceipt =
   | { ok: false; code: string; message: string }
 
 /** Signs the payload as a DSSE envelope with the token keys' ML-DSA-65 key. */
-export async function signReceipt(signer: DocumentSigner, payload: Uint8Array): Promise<SignedReceipt> {
-  const signed = await signer.sign(preAuthEncoding(RECEIPT_PAYLOAD_TYPE, payload), RECEIPT_SIGNING_ALGORITHM)
-  if (!signed.ok) return { ok: false, code: signed.code, message: signed.message }
-  return {
-    ok: true,
-    kid: signed.kid,
-    envelope: {
-      payloadType: RECEIPT_PAYLOAD_TYPE,
-      payload: base64Encode(payload),
-      signatures: [{ keyid: signed.kid, sig: base64Encode(signed.signature) }],
-    },
-  }
+export function signReceipt(signer: DocumentSigner, payload: Uint8Array): Promise<SignedReceipt> {
+  return signDocument(signer, RECEIPT_PAYLOAD_TYPE, payload)
 }

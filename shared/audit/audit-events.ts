@@ -174,6 +174,23 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
     .strict(),
   z
     .object({
+      kind: z.literal('usage_statement.issued'),
+      statement_id: text(100),
+      /** sha256 of the DSSE envelope's payload (the statement as signed). */
+      statement_digest: digest,
+      key_id: text(100),
+      mode: z.enum(['live', 'test']),
+      /** `<kind>:<start>/<end>` of the statement's period (ISO instants; `total:…/-`). */
+      period: text(120),
+      requests: z.int().min(0),
+      kid: text(100),
+      alg: text(32),
+      actor,
+      request_id: requestId,
+    })
+    .strict(),
+  z
+    .object({
       kind: z.literal('attestation.issued'),
       /** sha256 of the DSSE envelope's payload (the in-toto Statement). */
       statement_digest: digest,

@@ -25,6 +25,13 @@ describe('scopes', () => {
     expect(scopesFor(route('POST', '/svc/chat/completions'))).toEqual(['chat:write'])
   })
 
+  it("any scope opens a key's usage statement (the route shows a scoped key its own only)", () => {
+    const statement = scopesFor(route('GET', '/platform/v1/api-keys/:keyId/usage-statement'))
+    expect(statement).toEqual(SCOPE_NAMES)
+    expect(scopesAllow(['chat:write'], statement)).toBe(true)
+    expect(scopesAllow(['chat:write'], scopesFor(route('GET', '/platform/v1/api-keys/:keyId')))).toBe(false)
+  })
+
   it('no scopes = unrestricted; otherwise one of the needed scopes must be held', () => {
     expect(scopesAllow([], ['platform:write'])).toBe(true)
     expect(scopesAllow(['chat:write'], ['platform:write'])).toBe(false)

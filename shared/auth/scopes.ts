@@ -26,11 +26,18 @@ export const SCOPES = {
 export type Scope = keyof typeof SCOPES
 export const SCOPE_NAMES = Object.keys(SCOPES) as [Scope, ...Scope[]]
 
+/**
+ * Routes any scope opens, the route itself deciding what a credential scoped away from the
+ * platform API sees: a key's usage statement (a key scoped to chat reads its own bill, nothing more).
+ */
+const ANY_SCOPE_ROUTES = new Set(['/platform/v1/api-keys/:keyId/usage-statement'])
+
 /** POSTs that only read (a retrieval or a search carries its query in a body). */
 const READING_POSTS = new Set(['/svc/documents/retrieve', '/svc/memories/search'])
 
 /** The scopes any one of which lets a scoped credential call `route` (empty: no scope needed). */
 export function scopesFor(route: Pick<RouteSpec, 'family' | 'method' | 'path'>): readonly Scope[] {
+  if (ANY_SCOPE_ROUTES.has(route.path)) return SCOPE_NAMES
   const reads = route.method === 'GET' || READING_POSTS.has(route.path)
   switch (route.family) {
     case 'chat':

@@ -49,6 +49,7 @@ import {
   type AcquireResult,
   isMeteredTool,
   type LeaseReturnInput,
+  type LedgerEntry,
   MAX_LEASE_REQUESTS,
   type MeteredResource,
   type MeterGrant,
@@ -56,6 +57,7 @@ import {
   type RateLimitSnapshot,
   type SettleInput,
   type SettleResult,
+  type UnflushedUsageQuery,
 } from './metering.schemas'
 import { rateLimitHeaders } from './rate-limit-headers'
 
@@ -71,6 +73,8 @@ export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
   settleMany(inputs: SettleInput[], returns?: LeaseReturnInput[]): Promise<SettleResult[]>
   checkpoint(inputs: SettleInput[]): Promise<void>
   snapshot(scope: MeteringScope): Promise<RateLimitSnapshot | null>
+  /** The principal's settled rows not yet in Postgres (a usage statement merges them in). */
+  unflushedUsage(query: UnflushedUsageQuery): Promise<LedgerEntry[]>
 }
 
 export type RateLimiterNamespace = DurableObjectNamespace<RateLimiterRpc>

@@ -225,6 +225,21 @@ export const LedgerEntrySchema = z.object({
 })
 export type LedgerEntry = z.infer<typeof LedgerEntrySchema>
 
+/**
+ * unflushedUsage: the rows of one principal this object holds durably and has not yet written to
+ * Postgres, created in [from, to) (epoch ms; `to` null: no end). A usage statement reads these
+ * before it reads Postgres, so each settled request is in exactly one of the two reads or in both
+ * (then deduplicated): a row leaves this set only once Postgres has committed it.
+ */
+export const UnflushedUsageQuerySchema = z.object({
+  tenantId: TenantId,
+  mode: z.enum(METERING_MODES),
+  principal: z.string().min(1).max(200),
+  from: Count,
+  to: Count.nullable(),
+})
+export type UnflushedUsageQuery = z.infer<typeof UnflushedUsageQuerySchema>
+
 /** The tenant's balance row for the current period as Postgres has it (tenant_balances). */
 export interface BalanceRow {
   readonly periodStart: number

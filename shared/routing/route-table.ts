@@ -424,6 +424,14 @@ export const ROUTES: readonly RouteSpec[] = [
     body: json(BODY_LIMITS.small),
   },
   { method: 'DELETE', path: '/platform/v1/api-keys/:keyId', family: 'platform', access: 'credential' },
+  // A key's signed usage statement (functions/platform/src/usage-statement.ts); no scope needed:
+  // a key scoped away from the platform API still reads its own (shared/auth/scopes.ts).
+  {
+    method: 'GET',
+    path: '/platform/v1/api-keys/:keyId/usage-statement',
+    family: 'platform',
+    access: 'credential',
+  },
   // Workspace, plans, billing and usage (functions/platform/src/workspace.ts, usage.ts).
   { method: 'GET', path: '/platform/v1/workspace', family: 'platform', access: 'credential' },
   { method: 'GET', path: '/platform/v1/plans', family: 'platform', access: 'credential' },

@@ -106,6 +106,19 @@ const EVENTS: AuditEvent[] = [
     request_id,
   },
   {
+    kind: 'usage_statement.issued',
+    statement_id: 's1',
+    statement_digest: digest,
+    key_id: 'k9',
+    mode: 'test',
+    period: 'month:2026-12-01T00:00:00.000Z/2027-01-01T00:00:00.000Z',
+    requests: 3,
+    kid: 'k1',
+    alg: 'ML-DSA-65',
+    actor,
+    request_id,
+  },
+  {
     kind: 'attestation.issued',
     statement_digest: digest,
     subjects: [{ name: 'worker:svc-gateway', digest }],
@@ -127,8 +140,11 @@ describe('audit entries as sentences', () => {
       if ('actor' in event || 'subject' in event)
         expect(sentence, event.kind).toContain('you (owner@example.test)')
     }
-    expect(describeEvent(EVENTS[12]!, who)).toBe(
+    expect(describeEvent(EVENTS[13]!, who)).toBe(
       'Attestation issued to you (owner@example.test): 1 subject, signed with ML-DSA-65',
+    )
+    expect(describeEvent(EVENTS[12]!, who)).toBe(
+      'Usage statement of key:k9 (month, 3 requests) signed (ML-DSA-65) for you (owner@example.test)',
     )
     // Every kind the log records is here.
     expect(kinds.size).toBe(AuditEventSchema.options.length)

@@ -74,7 +74,7 @@ export function scopeFor(identity: Identity): SQL {
   return isAdministrator(identity) ? tenant : and(tenant, visibleToMember(identity))!
 }
 
-function notFound(id: string): AppError {
+export function apiKeyNotFound(id: string): AppError {
   return new AppError(
     404,
     'api_key_not_found',
@@ -114,7 +114,7 @@ export async function getApiKey(db: Drizzle, identity: Identity, id: string): Pr
     .select()
     .from(apiKeys)
     .where(and(eq(apiKeys.id, id), scopeFor(identity)))
-  if (!row) throw notFound(id)
+  if (!row) throw apiKeyNotFound(id)
   return renderApiKey(row)
 }
 
@@ -161,7 +161,7 @@ async function rotatableKey(db: Drizzle, identity: Identity, id: string, now: Da
     .select()
     .from(apiKeys)
     .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
-  if (!row) throw notFound(id)
+  if (!row) throw apiKeyNotFound(id)
   assertWithinCeiling(identity, row, `the successor of API key ${id}`)
   if (row.revokedAt) {
     throw new AppError(
@@ -248,7 +248,7 @@ export async function revokeApiKey(
     .select()
     .from(apiKeys)
     .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
-  if (!existing) throw notFound(id)
+  if (!existing) throw apiKeyNotFound(id)
   if (RANK[existing.role] > RANK[identity.role]) throw outranked(identity, existing.role, 'revoke')
   if (existing.revokedAt) {
     throw new AppError(
@@ -265,6 +265,6 @@ export async function revokeApiKey(
     .set({ revokedAt: now })
     .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId), isNull(apiKeys.revokedAt)))
     .returning()
-  if (!row) throw notFound(id)
+  if (!row) throw apiKeyNotFound(id)
   return renderApiKey(row, now)
 }

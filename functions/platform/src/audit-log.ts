@@ -8,7 +8,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { type AuditLogNamespace, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
-import type { AuditLog, CheckpointView } from '../../../durable-objects/audit-log/audit-log.do'
+import type { AuditLog, CheckpointView, EntryView } from '../../../durable-objects/audit-log/audit-log.do'
 import {
   DEFAULT_LOG_ORIGIN,
   logKeyRing,
@@ -78,6 +78,24 @@ export async function renderCheckpoint(
     timestamp: checkpoint.timestamp,
     note: checkpoint.note,
     verifier_keys: logVerifierKeys(ring, checkpoint.origin),
+  }
+}
+
+/** One entry's inclusion proof (the first of `result`) with its signed checkpoint, as the API answers it. */
+export async function renderInclusionProof(
+  env: PlatformEnv,
+  result: { checkpoint: CheckpointView; proofs: readonly (EntryView & { proof: Uint8Array[] })[] },
+  log: 'tenant' | 'platform',
+) {
+  const proof = result.proofs[0]!
+  return {
+    object: 'audit_log_inclusion_proof' as const,
+    index: proof.index,
+    tree_size: result.checkpoint.size,
+    leaf_hash: base64Encode(proof.leafHash),
+    entry: proof.entry,
+    proof: proof.proof.map(base64Encode),
+    checkpoint: await renderCheckpoint(env, result.checkpoint, log),
   }
 }
 
@@ -213,19 +231,7 @@ export function auditLogRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       const result = unwrap(
         await stub.inclusionProofs({ tenantId, indexes: [index], treeSize: tree_size ?? null }),
       )
-      const proof = result.proofs[0]!
-      return c.json(
-        {
-          object: 'audit_log_inclusion_proof' as const,
-          index,
-          tree_size: result.checkpoint.size,
-          leaf_hash: base64Encode(proof.leafHash),
-          entry: proof.entry,
-          proof: proof.proof.map(base64Encode),
-          checkpoint: await renderCheckpoint(c.env, result.checkpoint, log),
-        },
-        200,
-      )
+      return c.json(await renderInclusionProof(c.env, result, log), 200)
     },
   )
 

@@ -9,6 +9,7 @@ import { serviceAccountRoutes } from './service-accounts'
 import { trustDocumentRoutes } from './trust-documents'
 import { trustPageRoutes } from './trust-pages'
 import { usageRoutes } from './usage'
+import { usageStatementRoutes } from './usage-statement'
 import { workspaceRoutes } from './workspace'
 
 export const platformApp = createFamilyApp<PlatformEnv>()
@@ -17,6 +18,7 @@ cryptoPolicyRoutes(platformApp)
 algorithmRoutes(platformApp)
 serviceAccountRoutes(platformApp)
 apiKeyRoutes(platformApp)
+usageStatementRoutes(platformApp)
 workspaceRoutes(platformApp)
 usageRoutes(platformApp)
 agentRunRoutes(platformApp)

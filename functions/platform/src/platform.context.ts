@@ -2,6 +2,7 @@ import type { AgentRunNamespace } from '../../../durable-objects/agent-run/run-c
 import type { AuditLogNamespace } from '../../../durable-objects/audit-log/audit-client'
 import type { AuditLogEnv } from '../../../durable-objects/audit-log/audit-log.do'
 import type { DatabaseEnv } from '../../../shared/db/client'
+import type { RateLimiterNamespace } from '../../../shared/metering/metering-client'
 import type AuthWorker from '../../auth/src/index'
 
 /**
@@ -14,7 +15,12 @@ export interface PlatformEnv extends DatabaseEnv, AuditLogEnv {
   AUDIT_LOG?: AuditLogNamespace
   /** The AgentRun objects the code worker hosts: an admin's cancel (missing: 503). */
   AGENT_RUN?: AgentRunNamespace
-  /** The auth family: `sign(data, alg)` signs attestations with the token keys. */
+  /**
+   * The RateLimiter objects svc-metering hosts: a key's usage statement reads the rows they hold
+   * that are not in Postgres yet (missing: 503).
+   */
+  RATE_LIMITER?: RateLimiterNamespace
+  /** The auth family: `sign(data, alg)` signs attestations and usage statements with the token keys. */
   AUTH?: Service<AuthWorker>
   /** JSON `[{worker, sha256, bytes}]`: the bundles this deployment runs (functions/platform/src/deployed-bundles.ts). */
   DEPLOYED_BUNDLES?: string

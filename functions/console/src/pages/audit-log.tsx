@@ -50,6 +50,8 @@ export function describeEvent(event: AuditEvent, who: Who = (actor) => actor): s
       return `QPU provider connection (${event.provider}) ${event.action} by ${who(event.actor)}`
     case 'inference_receipt.issued':
       return `Inference receipt ${event.receipt_id} signed (${event.alg})`
+    case 'usage_statement.issued':
+      return `Usage statement of ${who(`key:${event.key_id}`)} (${event.period.split(':')[0]}, ${event.requests} ${event.requests === 1 ? 'request' : 'requests'}) signed (${event.alg}) for ${who(event.actor)}`
     case 'attestation.issued':
       return `Attestation issued to ${who(event.actor)}: ${event.subjects.length} ${event.subjects.length === 1 ? 'subject' : 'subjects'}, signed with ${event.signatures.map((x) => x.alg).join(' and ')}`
     default:
