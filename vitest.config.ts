@@ -111,6 +111,7 @@ const LONG_FIRST = e2eFiles([
   'reasoning-qpu-restart',
   'telemetry-crash',
   'restart',
+  'key-limits-crash',
   'mcp-conformance',
   'reasoning-crash',
   'input-fuzz',

@@ -4,6 +4,7 @@
  * fails loudly, naming the table and the column, instead of flowing on as a wrong value.
  */
 import { z } from 'zod'
+import { KeyLimitsSchema } from '../shared/auth/key-limits'
 import { AUDIENCES } from '../shared/db/schema'
 
 export type StoredRow = Record<string, SqlStorageValue>
@@ -56,7 +57,13 @@ export const StoredIdentitySchema = z
     tenantId: z.string(),
     mode: z.enum(['live', 'test']).optional(),
     principal: z.union([
-      z.object({ kind: z.literal('api_key'), keyId: z.string(), mode: z.enum(['live', 'test']) }),
+      z.object({
+        kind: z.literal('api_key'),
+        keyId: z.string(),
+        mode: z.enum(['live', 'test']),
+        /** The key's own limits when it was stored (absent: none, or stored before limits existed). */
+        limits: KeyLimitsSchema.optional(),
+      }),
       z.object({
         kind: z.literal('access_token'),
         subject: z.string(),

@@ -26,7 +26,9 @@ import { DurableObject } from 'cloudflare:workers'
 import { modelEntry } from '../../shared/catalog/model-catalog'
 import { AppError, type Refused, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
-import { resolvePlan } from '../../shared/plans'
+import { worstCaseCostUnits } from '../../shared/metering/key-spend'
+import { type PlanCatalog, resolvePlan } from '../../shared/plans'
+import { countPromptTokens } from '../../shared/providers'
 import { logServerError, refused } from '../../shared/worker/log'
 import type { Identity, Mode } from '../../shared/worker/request-context'
 import { INDEX_RETRY_MIN_MS, indexRetryDelayMs, writeIndex } from '../postgres-index'
@@ -82,6 +84,17 @@ export function estimatedTurnTokens(settings: TurnSettings): number {
     turnOutputBudget(settings.effort ?? undefined, modelEntry(settings.model).max_output_length) +
     Math.ceil(JSON.stringify(settings).length / 4)
   )
+}
+
+/**
+ * A turn of a key with a spend limit keeps the worst case its admission reserved: its rounds after
+ * the first stop before one could cost more (turn-loop.ts), so the turn's cost stays within it.
+ */
+function spendBounded(call: TurnCall, estimatedTokens: number, catalog: PlanCatalog): TurnCall {
+  const principal = call.identity.principal
+  if (principal.kind !== 'api_key' || !principal.limits?.spendLimit) return call
+  const bound = worstCaseCostUnits(catalog, call.settings.model, estimatedTokens, undefined)
+  return { ...call, settings: { ...call.settings, spend_bound_units: bound } }
 }
 
 /** Errors cross RPC as data: shared/http/errors.ts `AppErrorData`, revived by the run client. */
@@ -179,13 +192,14 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       if (first.kind === 'reattach') return this.follow(call.runId, first.turn, call.request.cursor ?? 0)
       const { catalog } = resolvePlan(this.env, call.identity.planId)
       const meter = openMeter(this.env.RATE_LIMITER, call.identity, 'code.turns')
+      const estimatedTokens = estimatedTurnTokens(call.settings) + this.conversationBound(call)
       let grant: MeterGrant
       try {
         grant = await meter.acquire(
           {
             requestId: `agent-turn:${call.runId}:${call.bodyHash.slice(7, 39)}`,
             model: call.settings.model,
-            estimatedTokens: estimatedTurnTokens(call.settings),
+            estimatedTokens,
           },
           catalog,
         )
@@ -204,7 +218,10 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
           release(200)
           return this.follow(call.runId, second.turn, call.request.cursor ?? 0)
         }
-        response = this.acceptTurn(call, second, { identity: call.identity, grant })
+        response = this.acceptTurn(spendBounded(call, estimatedTokens, catalog), second, {
+          identity: call.identity,
+          grant,
+        })
       } catch (err) {
         release(toAppError(err).status)
         throw err
@@ -219,6 +236,18 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       logServerError(error)
       return error.toResponse()
     }
+  }
+
+  /**
+   * For a spend-limited key, what the turn's first round re-sends besides its settings: the run's
+   * conversation so far, and the transcript this turn seeds (its UTF-8 bytes: no token is
+   * shorter than a byte), so its reservation covers that round. Other turns: 0 (the estimate).
+   */
+  private conversationBound(call: TurnCall): number {
+    const principal = call.identity.principal
+    if (principal.kind !== 'api_key' || !principal.limits?.spendLimit) return 0
+    const transcript = new TextEncoder().encode(JSON.stringify(call.request.transcript)).byteLength
+    return countPromptTokens(this.store.conversation(), undefined) + transcript
   }
 
   private owns(run: RunRow, owner: RunOwner): boolean {

@@ -18,6 +18,7 @@
  */
 import { modelEntry } from '../../shared/catalog/model-catalog'
 import { type AppError, toAppError } from '../../shared/http/errors'
+import { listCostUnits, worstCaseCostUnits } from '../../shared/metering/key-spend'
 import { checkContextLimit, resolvePlan, upgradeMessage } from '../../shared/plans'
 import { countPromptTokens } from '../../shared/providers'
 import type { ProviderChatMessage, ProviderChatRequest } from '../../shared/providers/chat-wire'
@@ -120,6 +121,20 @@ export class TurnLoop {
         { model: settings.model, promptTokens, maxOutputTokens: remaining },
         { catalog },
       )
+      if (settings.spend_bound_units !== undefined && current.rounds > 0) {
+        const used = current.usage_json
+        const spent = listCostUnits(catalog, {
+          model: settings.model,
+          promptTokens: used.input_tokens,
+          completionTokens: used.output_tokens,
+          cachedTokens: used.cached_input_tokens,
+          quantity: 0,
+        })
+        // One credit unit of slack: the turn is settled as one request, rounded once.
+        const next = worstCaseCostUnits(catalog, settings.model, promptTokens + remaining, undefined)
+        if (spent + next + 1 > settings.spend_bound_units)
+          return this.complete(exec.turnId, 'budget_exhausted')
+      }
       if (refusal) {
         return this.fail(
           exec.turnId,

@@ -40,6 +40,11 @@ export const TurnSettingsSchema = z.object({
   /** The billing plan includes web search: the model is offered the `web_search` tool. */
   web_search: z.boolean(),
   request_id: z.string(),
+  /**
+   * A spend-limited key's turn: the worst case its admission reserved (list price, credit units).
+   * Rounds after the first stop (`budget_exhausted`) before one could take the turn past it.
+   */
+  spend_bound_units: z.int().min(1).optional(),
 })
 export type TurnSettings = z.infer<typeof TurnSettingsSchema>
 

@@ -13,6 +13,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { type DatabaseEnv, type Drizzle, openDatabase } from '../../shared/db/client'
+import { type KeySpendQuery, storedKeySpendUnits } from '../../shared/metering/key-spend'
 import type {
   BalanceRow,
   LedgerEntry,
@@ -20,7 +21,7 @@ import type {
   StoredBalance,
 } from '../../shared/metering/metering.schemas'
 import { CREDIT_UNITS_PER_CENT, centsToUnits, unitsToCents } from '../../shared/metering/pricing'
-import type { BillingPlan } from '../../shared/plans/plan-catalog'
+import type { BillingPlan, PlanCatalog } from '../../shared/plans/plan-catalog'
 import { billingPeriodAt } from './billing-period'
 
 export interface MeteringStore {
@@ -28,6 +29,8 @@ export interface MeteringStore {
   loadBalance(tenantId: string, plan: BillingPlan, now: number): Promise<StoredBalance>
   /** Re-reads the balance row (credits bought, usage credits switched on, cap changed elsewhere). */
   readBalance(tenantId: string, plan: BillingPlan, now: number): Promise<BalanceRow>
+  /** A key's spend at list price since `since` (shared/metering/key-spend.ts), in credit units. */
+  loadKeySpend(query: KeySpendQuery, catalog: PlanCatalog): Promise<number>
   /** Writes a batch of ledger rows; for live rows, returns the balance after adding them. */
   flushLedger(
     tenantId: string,
@@ -224,5 +227,6 @@ export function postgresMeteringStore(env: DatabaseEnv): MeteringStore {
     readBalance: (tenantId, plan, now) => withDb((db) => readBalance(db, tenantId, plan, now)),
     flushLedger: (tenantId, mode, entries, plan, now) =>
       withDb((db) => flushLedger(db, tenantId, mode, entries, plan, now)),
+    loadKeySpend: (query, catalog) => withDb((db) => storedKeySpendUnits(db, query, catalog)),
   }
 }

@@ -2,83 +2,18 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } fr
 import { describe, expect, it } from 'vitest'
 import type {
   AcquireInput,
-  BalanceRow,
   LedgerEntry,
   MeteringMode,
   SettleInput,
-  StoredBalance,
 } from '../../shared/metering/metering.schemas'
 import { CREDIT_UNITS_PER_CENT } from '../../shared/metering/pricing'
-import { billingPeriodAt } from './billing-period'
-import type { MeteringStore } from './metering-store'
 import { ORPHAN_AFTER_MS, type RateLimiter } from './rate-limiter.do'
 import { keptLedger, openRequestCount, unflushedCount } from './rate-limiter-storage.fixtures'
+import { MemoryStore } from './rate-limiter-store.fixtures'
 
 // These tests run inside the hosting worker: the namespace of the class itself.
 const RATE_LIMITER = (env as unknown as { RATE_LIMITER: DurableObjectNamespace<RateLimiter> }).RATE_LIMITER
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0)
-
-/**
- * Postgres as the object sees it, in memory, with the same rules as metering-store.ts: a ledger
- * row is inserted once per (tenant, request id) and only inserted rows change the balance.
- */
-class MemoryStore implements MeteringStore {
-  readonly ledger = new Map<string, LedgerEntry>()
-  balance: BalanceRow = {
-    periodStart: billingPeriodAt(NOW).start,
-    tokensUsed: 0,
-    creditsUnits: 0,
-    overageUnits: 0,
-    usageCreditsEnabled: false,
-    spendCapCents: null,
-  }
-  failures = 0
-  calls = { load: 0, read: 0, flush: 0 }
-
-  private check(): void {
-    if (this.failures > 0) {
-      this.failures -= 1
-      throw new Error('connection refused')
-    }
-  }
-
-  async loadBalance(): Promise<StoredBalance> {
-    this.calls.load += 1
-    this.check()
-    const resourceUse: Record<string, number> = {}
-    for (const e of this.ledger.values())
-      if (e.mode === 'live') resourceUse[e.model] = (resourceUse[e.model] ?? 0) + e.quantity
-    return { ...this.balance, resourceUse }
-  }
-
-  async readBalance(): Promise<BalanceRow> {
-    this.calls.read += 1
-    this.check()
-    return { ...this.balance }
-  }
-
-  async flushLedger(
-    _tenant: string,
-    mode: MeteringMode,
-    entries: readonly LedgerEntry[],
-  ): Promise<BalanceRow | null> {
-    this.calls.flush += 1
-    this.check()
-    for (const e of entries) {
-      if (this.ledger.has(e.reservationId)) continue
-      this.ledger.set(e.reservationId, e)
-      if (mode === 'live') {
-        this.balance = {
-          ...this.balance,
-          tokensUsed: this.balance.tokensUsed + e.promptTokens + e.completionTokens,
-          overageUnits: this.balance.overageUnits + e.creditsUnits,
-          creditsUnits: this.balance.creditsUnits - e.creditsUnits,
-        }
-      }
-    }
-    return mode === 'live' ? { ...this.balance } : null
-  }
-}
 
 interface Harness {
   stub: DurableObjectStub<RateLimiter>
@@ -91,7 +26,7 @@ interface Harness {
   install(): Promise<void>
 }
 
-async function harness(mode: MeteringMode, planId = 'free', store = new MemoryStore()): Promise<Harness> {
+async function harness(mode: MeteringMode, planId = 'free', store = new MemoryStore(NOW)): Promise<Harness> {
   const tenantId = crypto.randomUUID()
   const stub = RATE_LIMITER.get(RATE_LIMITER.idFromName(`${tenantId}:${mode}`))
   const time = { now: NOW }
@@ -139,7 +74,7 @@ describe('RateLimiter: exact under concurrency', () => {
   })
 
   it('parallel acquires against the last of the monthly allowance: no overshoot beyond one request (live)', async () => {
-    const store = new MemoryStore()
+    const store = new MemoryStore(NOW)
     store.balance = { ...store.balance, tokensUsed: 199_000 }
     const h = await harness('live', 'free', store)
     const results = await Promise.all(
@@ -194,7 +129,7 @@ describe('RateLimiter: ledger and flush', () => {
   })
 
   it('an admitted request that failed is logged once with its status and zero charge; the balance does not move', async () => {
-    const store = new MemoryStore()
+    const store = new MemoryStore(NOW)
     store.balance = { ...store.balance, tokensUsed: 1_000, creditsUnits: 50_000, usageCreditsEnabled: true }
     const h = await harness('live', 'pro', store)
     await h.acquire('ok')
@@ -525,7 +460,7 @@ describe('RateLimiter: restarts and the balance', () => {
         kept: keptLedger(state.storage),
       }))
     })
-    expect(rows.version).toBe('3')
+    expect(rows.version).toBe('4')
     expect(rows.kept).toEqual([
       expect.objectContaining({
         reservationId: 'a',
@@ -558,7 +493,7 @@ describe('RateLimiter: restarts and the balance', () => {
         .one().value,
       kept: keptLedger(state.storage),
     }))
-    expect(rows.version).toBe('3')
+    expect(rows.version).toBe('4')
     expect(rows.kept).toEqual([
       expect.objectContaining({ reservationId: 'old', quantity: 50, status: null, latencyMs: null }),
       expect.objectContaining({ reservationId: 'new', quantity: 10, status: 502, latencyMs: 1_234 }),
@@ -568,7 +503,7 @@ describe('RateLimiter: restarts and the balance', () => {
   })
 
   it('picks up credits bought elsewhere: a stale balance is re-read by the alarm', async () => {
-    const store = new MemoryStore()
+    const store = new MemoryStore(NOW)
     store.balance = { ...store.balance, tokensUsed: 5_000_000, usageCreditsEnabled: true, creditsUnits: 0 }
     const h = await harness('live', 'pro', store)
     const first = await h.acquire('a')
@@ -582,12 +517,12 @@ describe('RateLimiter: restarts and the balance', () => {
   })
 
   it('rides out one failed balance load, answers unavailable after two, and recovers without a restart', async () => {
-    const flaky = new MemoryStore()
+    const flaky = new MemoryStore(NOW)
     flaky.failures = 1
     expect((await (await harness('live', 'team', flaky)).acquire('a')).kind).toBe('granted')
     expect(flaky.calls.load).toBe(2)
 
-    const down = new MemoryStore()
+    const down = new MemoryStore(NOW)
     down.failures = 2
     const h = await harness('live', 'team', down)
     expect(await h.acquire('a')).toEqual({ kind: 'unavailable', detail: 'connection refused' })

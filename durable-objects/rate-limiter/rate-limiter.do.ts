@@ -8,7 +8,9 @@
  * Protocol (RPC):
  *   acquire(request)  → granted | refused (an UpgradeDecision) | unavailable
  *                       checks requests/min, tokens/min (reserving the estimate), the model's
- *                       and the monthly allowance, credits and the overage cap, then admits.
+ *                       and the monthly allowance, credits and the overage cap, then the calling
+ *                       key's own rates and spend limit (key-account.ts, key-spend-load.ts), then
+ *                       admits.
  *   settleMany(usage) → each reservation becomes the tokens used and its ledger row is written to
  *                       this object's SQLite storage, in one commit with the settles that arrived
  *                       with it (writeInGroup), before the call answers (the output gate
@@ -49,6 +51,7 @@ import {
   AcquireInputSchema,
   type AcquireResult,
   type BalanceRow,
+  type KeyLimitInput,
   type LeaseReturnInput,
   type LedgerEntry,
   type MeteringMode,
@@ -68,9 +71,22 @@ import {
   planCatalogFromEnv,
 } from '../../shared/plans/plan-catalog'
 import { billingPeriodAt } from './billing-period'
+import {
+  createKeyReservationsTable,
+  forgetKeyReservations,
+  loadKeySpend,
+  pruneKeyReservations,
+  recordKeyReservation,
+} from './key-spend-load'
 import { readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
 import { FLUSH_BATCH_SIZE, type MeteringStore, postgresMeteringStore } from './metering-store'
-import { balanceFromStored, type LimiterBalance, RATE_WINDOW_MS, TenantLimiter } from './tenant-limiter'
+import {
+  balanceFromStored,
+  type LimiterBalance,
+  RATE_WINDOW_MS,
+  RESERVATION_TTL_MS,
+  TenantLimiter,
+} from './tenant-limiter'
 
 export interface RateLimiterEnv extends DatabaseEnv {
   /** Delay between the first unflushed ledger row and the flush to Postgres (ms, default 1000). */
@@ -86,8 +102,9 @@ export interface RateLimiterEnv extends DatabaseEnv {
 /**
  * 2: ledger rows carry `unit` and `quantity` (paid tools are metered in their own units).
  * 3: ledger rows carry `status` and `latency_ms` (the console's request log); null in older rows.
+ * 4: `key_reservations` (created if missing: nothing to migrate).
  */
-const SCHEMA_VERSION = 3
+const SCHEMA_VERSION = 4
 const KEEP_FLUSHED_MS = 10 * 60_000
 const RETRY_FLUSH_MS = 5_000
 /**
@@ -188,6 +205,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     // The alarm deletes flushed rows older than ten minutes and a restart rebuilds the rate windows
     // from the last minutes: both by time, so without this index each scans every row kept.
     sql.exec(`create index if not exists ledger_created on ledger (created_at)`)
+    createKeyReservationsTable(sql)
     sql.exec(`create table if not exists open_requests (
       reservation_id text primary key,
       settle_json text not null,
@@ -216,12 +234,27 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     const ready = await this.ready(input)
     if (typeof ready === 'string') return { kind: 'unavailable', detail: ready }
     const { limiter, plan } = ready
+    if (input.key && !limiter.keyAccounts.spendReady(input.key, this.clock())) {
+      const failure = await this.loadKeySpend(limiter, input.key)
+      if (failure) return { kind: 'unavailable', detail: failure }
+    }
     for (const lease of input.leaseReturns ?? []) limiter.returnLease(lease)
     const now = this.clock()
     const result = limiter.acquire(plan, input, now)
+    if (result.kind === 'granted' && input.key?.spendLimitUnits !== undefined) {
+      // Durable before the grant leaves (the output gate): a restart keeps the reservation.
+      const costUnits = limiter.keyReservationOf(input.reservationId)
+      if (costUnits > 0)
+        recordKeyReservation(this.ctx.storage.sql, {
+          reservationId: input.reservationId,
+          keyId: input.key.keyId,
+          costUnits,
+          at: now,
+        })
+    }
     this.keepBalanceFresh(now)
     if (result.kind !== 'granted' || !input.lease) return result
-    const lease = limiter.grantLease(plan, { ...input.lease, model: input.model }, now)
+    const lease = limiter.grantLease(plan, { ...input.lease, model: input.model, key: input.key }, now)
     return lease ? { ...result, lease, snapshot: limiter.snapshot(plan, now) } : result
   }
 
@@ -338,6 +371,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     }
     const sql = this.ctx.storage.sql
     sql.exec(`delete from ledger where flushed = 1 and created_at < ?`, now - KEEP_FLUSHED_MS)
+    pruneKeyReservations(sql, now - RESERVATION_TTL_MS)
     if (this.pendingCount() > 0) this.scheduleAlarm(this.clock() + this.flushDelayMs)
     const oldestOpen = sql
       .exec<{ at: number | null }>(`select min(updated_at) as at from open_requests`)
@@ -383,6 +417,37 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
 
   private catalog(): PlanCatalog {
     return planCatalogFromEnv(this.env)
+  }
+
+  /**
+   * Reads a key's spend in the current period of its limit, once (then settles keep it), with
+   * other events held back so that no settle of the key slips in between. Returns why it failed.
+   */
+  private async loadKeySpend(limiter: TenantLimiter, key: KeyLimitInput): Promise<string | null> {
+    let failure: string | null = null
+    await this.ctx.blockConcurrencyWhile(async () => {
+      const now = this.clock()
+      if (limiter.keyAccounts.spendReady(key, now) || !this.scope) return
+      const store = this.store
+      try {
+        await loadKeySpend(
+          {
+            sql: this.ctx.storage.sql,
+            loadStored: store && ((query, catalog) => store.loadKeySpend(query, catalog)),
+            pending: this.settleGroup?.entries ?? [],
+            scope: this.scope,
+            catalog: this.catalog(),
+            reservationTtlMs: RESERVATION_TTL_MS,
+          },
+          limiter.keyAccounts,
+          key,
+          now,
+        )
+      } catch (err) {
+        failure = describeError(err)
+      }
+    })
+    return failure
   }
 
   /**
@@ -527,10 +592,9 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
           JSON.stringify(rows),
         )
       }
-      sql.exec(
-        `delete from open_requests where reservation_id in (select value from json_each(?))`,
-        JSON.stringify(inputs.map((i) => i.reservationId)),
-      )
+      const settled = JSON.stringify(inputs.map((i) => i.reservationId))
+      sql.exec(`delete from open_requests where reservation_id in (select value from json_each(?))`, settled)
+      forgetKeyReservations(sql, settled)
     } catch (err) {
       console.error(
         JSON.stringify({ level: 'error', event: 'ledger_write_failed', detail: describeError(err) }),

@@ -635,6 +635,7 @@ describe('OTLP ingestion (telemetry_ingest): its own per-minute windows and a mo
       completionTokens: 0,
       model: 'telemetry_ingest',
       quantity: 16 * MiB,
+      principal: 'sub:observability-token:1',
     })
     expect(limiter.requests.total(NOW)).toBe(0)
     expect(refusal(limiter.acquire(free, ingest('a', 1), NOW)).binding_limit).toMatchObject({ unit: 'bytes' })

@@ -10,7 +10,10 @@
  *   3. live only: the model's monthly allowance (tier)      → tier_allowance_exhausted
  *   4. live only: the monthly token allowance, then usage credits and the overage cap
  *      → token_allowance_exhausted | overage_cap_reached | insufficient_credits
- *   In-flight reservations count as used in 3 and 4, so parallel requests cannot overshoot.
+ *   5. the calling API key's own limits, when it has any (key-account.ts): its requests and
+ *      tokens per minute (checked after 2), then its spend at list price, reserving the worst case
+ *      → rate_limited | overage_cap_reached (refusals marked `limitOf: 'key'`). Test mode too.
+ *   In-flight reservations count as used in 3, 4 and 5, so parallel requests cannot overshoot.
  *   OTLP ingestion (`telemetry_ingest`) is not counted in 1 and 2: it has its own windows, the
  *   plan's ingestRequestsPerMinute and ingestBytesPerMinute (exporters send on their own timers
  *   and must not use up the model requests' budget), then its monthly byte allowance like any
@@ -32,9 +35,11 @@
  */
 
 import type { ModelAlias } from '../../shared/catalog/model-aliases'
+import { listCostUnits, worstCaseCostUnits } from '../../shared/metering/key-spend'
 import {
   type AcquireResult,
   isMeteredTool,
+  type KeyLimitInput,
   type LedgerEntry,
   type MeteredResource,
   type MeteredUsage,
@@ -58,6 +63,7 @@ import {
 import type { BillingPlan, PlanCatalog } from '../../shared/plans/plan-catalog'
 import type { UpgradeDecision } from '../../shared/plans/upgrade-decision'
 import { billingPeriodAt } from './billing-period'
+import { type KeyAccount, KeyAccounts, keyIdOfPrincipal } from './key-account'
 import { SlidingWindow, type WindowEvent } from './sliding-window'
 
 export const RATE_WINDOW_MS = 60_000
@@ -95,6 +101,12 @@ interface Reservation {
   readonly tokenEvent: WindowEvent
   /** OTLP ingestion: the bytes counted in the ingestion bytes window (replaced by what was used). */
   readonly bytesEvent?: WindowEvent
+  /** A key with limits: its account, the worst-case cost reserved against its spend, its tokens event. */
+  readonly key?: {
+    readonly account: KeyAccount
+    readonly costUnits: number
+    readonly tokenEvent: WindowEvent
+  }
 }
 
 /** The paid tool that has its own per-minute windows. */
@@ -119,6 +131,8 @@ export interface LeaseRequest {
   readonly requests: number
   /** Tokens to reserve per request (the estimate of the request that asked). */
   readonly tokensPerRequest: number
+  /** The asking key's limits: such a key gets no lease. */
+  readonly key?: KeyLimitInput | undefined
 }
 
 export interface LeaseGrant {
@@ -179,6 +193,8 @@ export class TenantLimiter {
   private reservedCostUnits = 0
   private readonly reservedByModel = new Map<string, number>()
   private readonly leases = new Map<string, Lease>()
+  /** The keys with limits this object has seen: their windows, spend and reservations. */
+  readonly keyAccounts = new KeyAccounts()
 
   constructor(
     readonly mode: MeteringMode,
@@ -209,7 +225,10 @@ export class TenantLimiter {
 
   /** Re-creates window events from stored ledger rows (after the object restarted). */
   restore(
-    entry: Pick<LedgerEntry, 'createdAt' | 'promptTokens' | 'completionTokens' | 'model' | 'quantity'>,
+    entry: Pick<
+      LedgerEntry,
+      'createdAt' | 'promptTokens' | 'completionTokens' | 'model' | 'quantity' | 'principal'
+    >,
   ): void {
     if (entry.model === INGESTION) {
       this.ingestRequests.add(entry.createdAt, 1)
@@ -218,6 +237,16 @@ export class TenantLimiter {
     }
     this.requests.add(entry.createdAt, 1)
     this.tokens.add(entry.createdAt, entry.promptTokens + entry.completionTokens)
+    this.keyAccounts.restoreWindows(
+      entry.principal,
+      entry.createdAt,
+      entry.promptTokens + entry.completionTokens,
+    )
+  }
+
+  /** The worst case an admitted request reserved against its key's spend (0: none). */
+  keyReservationOf(reservationId: string): number {
+    return this.reservations.get(reservationId)?.key?.costUnits ?? 0
   }
 
   acquire(
@@ -228,6 +257,8 @@ export class TenantLimiter {
       readonly estimatedTokens: number
       /** A tool's expected use in its unit. */
       readonly estimatedQuantity?: number | undefined
+      /** The calling key's own limits (its spend must be loaded: keyAccounts.spendReady). */
+      readonly key?: KeyLimitInput | undefined
     },
     now: number,
   ): AcquireResult {
@@ -236,10 +267,13 @@ export class TenantLimiter {
     if (this.reservations.has(request.reservationId))
       return { kind: 'granted', snapshot: this.snapshot(plan, now) }
 
-    const refuse = (decision: UpgradeDecision): AcquireResult => ({
+    const key = request.key
+    const account = key ? this.keyAccounts.account(key.keyId) : null
+    const refuse = (decision: UpgradeDecision, limitOf?: 'key'): AcquireResult => ({
       kind: 'refused',
       decision,
-      snapshot: this.snapshot(plan, now),
+      snapshot: this.snapshot(plan, now, key),
+      ...(limitOf ? { limitOf } : {}),
     })
 
     const ingestion = request.model === INGESTION
@@ -279,6 +313,11 @@ export class TenantLimiter {
           { catalog: this.catalog },
         ),
       )
+    }
+
+    if (key && account && !ingestion) {
+      const refusal = account.checkRate(plan, key, request.estimatedTokens, now, this.catalog)
+      if (refusal) return refuse(refusal, 'key')
     }
 
     let costUnits = 0
@@ -329,6 +368,25 @@ export class TenantLimiter {
       }
     }
 
+    let keyCharge: Reservation['key']
+    if (key && account) {
+      account.roll(now)
+      const worst =
+        key.spendLimitUnits === undefined
+          ? 0
+          : worstCaseCostUnits(
+              this.catalog,
+              request.model,
+              request.estimatedTokens,
+              request.estimatedQuantity,
+            )
+      const refusal = account.checkSpend(plan, key, worst, this.catalog)
+      if (refusal) return refuse(refusal, 'key')
+      account.requests.add(now, 1)
+      account.reservedUnits += worst
+      keyCharge = { account, costUnits: worst, tokenEvent: account.tokens.add(now, request.estimatedTokens) }
+    }
+
     let bytesEvent: WindowEvent | undefined
     if (ingestion) {
       this.ingestRequests.add(now, 1)
@@ -346,11 +404,12 @@ export class TenantLimiter {
       costUnits,
       tokenEvent,
       ...(bytesEvent ? { bytesEvent } : {}),
+      ...(keyCharge ? { key: keyCharge } : {}),
     })
     this.reservedTokens += request.estimatedTokens
     this.reservedCostUnits += costUnits
     this.reserveForModel(request.model, amount)
-    return { kind: 'granted', snapshot: this.snapshot(plan, now) }
+    return { kind: 'granted', snapshot: this.snapshot(plan, now, key) }
   }
 
   /** The ingestion windows: one more export of `bytes` within the plan's per-minute limits? */
@@ -393,8 +452,9 @@ export class TenantLimiter {
    * event, so the decision and the bookkeeping are one atomic step.
    */
   grantLease(plan: BillingPlan, request: LeaseRequest, now: number): LeaseGrant | null {
-    // Paid tools are admitted per request: their allowances are not in tokens.
-    if (this.leases.has(request.leaseId) || isMeteredTool(request.model)) return null
+    // Paid tools are admitted per request: their allowances are not in tokens. So is every
+    // request of a key with limits (a lease would admit past the key's own checks).
+    if (this.leases.has(request.leaseId) || isMeteredTool(request.model) || request.key) return null
     const perRequest = Math.max(1, request.tokensPerRequest)
     let requests = Math.min(
       request.requests,
@@ -455,6 +515,7 @@ export class TenantLimiter {
   settle(plan: BillingPlan, request: SettleRequest, now: number): LedgerEntry | null {
     const lease = request.leaseId === undefined ? undefined : this.leases.get(request.leaseId)
     const reservation = lease ? null : this.takeReservation(request.reservationId)
+    this.keyAccounts.releaseRestored(request.reservationId)
     const usage = request.usage
     const total = usage ? usage.promptTokens + usage.completionTokens : 0
     const tool = isMeteredTool(request.model) ? request.model : null
@@ -467,6 +528,7 @@ export class TenantLimiter {
       if (lease.returned && lease.reservedTokens <= 0) this.leases.delete(lease.leaseId)
     } else if (reservation) {
       this.tokens.adjust(reservation.tokenEvent, total)
+      if (reservation.key) reservation.key.account.tokens.adjust(reservation.key.tokenEvent, total)
       // An export that was not forwarded (usage null) gives its bytes back to the minute.
       if (reservation.bytesEvent) this.ingestBytes.adjust(reservation.bytesEvent, quantity)
     } else if (usage && request.model === INGESTION) {
@@ -476,6 +538,16 @@ export class TenantLimiter {
     }
     const createdAt = reservation?.at ?? lease?.at ?? now
     if (!usage) return failedAfterAdmission(request, this.mode, createdAt)
+    // The key's spend: the list price, in test mode too (a key's budget behaves the same in both).
+    const keyId = keyIdOfPrincipal(request.principal)
+    const account = keyId === null ? undefined : this.keyAccounts.get(keyId)
+    if (account) {
+      account.roll(now)
+      account.charge(
+        createdAt,
+        listCostUnits(this.catalog, { model: request.model, ...usage, quantity: tool ? quantity : total }),
+      )
+    }
 
     let creditsUnits = 0
     const balance = this.balanceState
@@ -522,16 +594,32 @@ export class TenantLimiter {
     }
   }
 
-  snapshot(plan: BillingPlan, now: number): RateLimitSnapshot {
-    const requestCount = this.requests.total(now)
-    const windowTokens = this.tokens.total(now)
+  /**
+   * The x-ratelimit-* figures: the plan's windows, or the key's own where its limit leaves less
+   * (the headers describe the limit that binds).
+   */
+  snapshot(plan: BillingPlan, now: number, key?: KeyLimitInput): RateLimitSnapshot {
+    let requests = { limit: plan.requestsPerMinute, window: this.requests }
+    let tokens = { limit: plan.tokensPerMinute, window: this.tokens }
+    const account = key ? this.keyAccounts.get(key.keyId) : undefined
+    if (key && account) {
+      const left = (w: { limit: number; window: SlidingWindow }) => w.limit - w.window.total(now)
+      if (key.requestsPerMinute !== undefined) {
+        const own = { limit: key.requestsPerMinute, window: account.requests }
+        if (left(own) < left(requests)) requests = own
+      }
+      if (key.tokensPerMinute !== undefined) {
+        const own = { limit: key.tokensPerMinute, window: account.tokens }
+        if (left(own) < left(tokens)) tokens = own
+      }
+    }
     return {
-      limitRequests: plan.requestsPerMinute,
-      remainingRequests: Math.max(0, plan.requestsPerMinute - requestCount),
-      resetRequestsMs: Math.ceil(this.requests.msUntilNextExpiry(now)),
-      limitTokens: plan.tokensPerMinute,
-      remainingTokens: Math.max(0, plan.tokensPerMinute - windowTokens),
-      resetTokensMs: Math.ceil(this.tokens.msUntilNextExpiry(now)),
+      limitRequests: requests.limit,
+      remainingRequests: Math.max(0, requests.limit - requests.window.total(now)),
+      resetRequestsMs: Math.ceil(requests.window.msUntilNextExpiry(now)),
+      limitTokens: tokens.limit,
+      remainingTokens: Math.max(0, tokens.limit - tokens.window.total(now)),
+      resetTokensMs: Math.ceil(tokens.window.msUntilNextExpiry(now)),
     }
   }
 
@@ -555,6 +643,7 @@ export class TenantLimiter {
     const reservation = this.reservations.get(reservationId)
     if (!reservation) return null
     this.reservations.delete(reservationId)
+    if (reservation.key) reservation.key.account.reservedUnits -= reservation.key.costUnits
     this.reservedTokens -= reservation.tokens
     this.reservedCostUnits -= reservation.costUnits
     this.releaseForModel(reservation.model, reservation.amount)
@@ -571,6 +660,7 @@ export class TenantLimiter {
       if (now - reservation.at < RESERVATION_TTL_MS) break
       this.takeReservation(reservation.reservationId)
     }
+    this.keyAccounts.expireRestored(now, RESERVATION_TTL_MS)
     for (const lease of this.leases.values()) {
       if (now - lease.at < RESERVATION_TTL_MS) break
       this.releaseLeaseTokens(lease, lease.reservedTokens)

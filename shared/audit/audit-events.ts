@@ -102,7 +102,7 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
   z
     .object({
       kind: z.literal('api_key.changed'),
-      action: lifecycle(['created', 'rotated', 'revoked']),
+      action: lifecycle(['created', 'rotated', 'revoked', 'limits_changed']),
       key_id: z.string().uuid(),
       mode: z.enum(['live', 'test']).optional(),
       role: z.enum(['owner', 'admin', 'member']).optional(),
@@ -114,6 +114,21 @@ export const AuditEventSchema = z.discriminatedUnion('kind', [
       /** rotated: the key that replaces this one, and how long this one keeps working. */
       replaced_by: z.string().uuid().optional(),
       grace_period_seconds: z.number().int().min(0).optional(),
+      /** created, limits_changed: the key's own limits after the change (null: none). */
+      allowed_models: z.array(text(64)).max(32).nullable().optional(),
+      spend_limit: z
+        .object({ amount_usd: z.number().positive(), period: z.enum(['day', 'week', 'month', 'total']) })
+        .strict()
+        .nullable()
+        .optional(),
+      rate_limit: z
+        .object({
+          requests_per_minute: z.number().int().min(1).optional(),
+          tokens_per_minute: z.number().int().min(1).optional(),
+        })
+        .strict()
+        .nullable()
+        .optional(),
       actor,
       request_id: requestId,
     })

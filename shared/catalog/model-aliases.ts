@@ -8,3 +8,7 @@ export const MODEL_ALIASES = [
   'svc-swarm',
 ] as const
 export type ModelAlias = (typeof MODEL_ALIASES)[number]
+
+export function isModelAlias(value: string): value is ModelAlias {
+  return (MODEL_ALIASES as readonly string[]).includes(value)
+}

@@ -21,6 +21,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core'
+import { SPEND_PERIODS } from '../metering/spend-period'
 
 export const MEMBER_ROLES = ['owner', 'admin', 'member'] as const
 export type MemberRole = (typeof MEMBER_ROLES)[number]
@@ -115,8 +116,23 @@ export const apiKeys = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }),
     replacedBy: uuid('replaced_by'),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /** Model aliases the key may call; null = whatever the plan allows (shared/auth/key-limits.ts). */
+    allowedModels: text('allowed_models').array(),
+    /** The key's spend limit at list price in USD per `spend_period`; null = none. */
+    spendLimitUsd: numeric('spend_limit_usd', { precision: 16, scale: 6 }),
+    spendPeriod: text('spend_period', { enum: SPEND_PERIODS }),
+    /** The key's own per-minute limits, within the plan's; null = the plan's. */
+    requestsPerMinute: integer('requests_per_minute'),
+    tokensPerMinute: integer('tokens_per_minute'),
   },
-  (t) => [uniqueIndex('api_keys_hash_idx').on(t.keyHash), index('api_keys_tenant_idx').on(t.tenantId)],
+  (t) => [
+    uniqueIndex('api_keys_hash_idx').on(t.keyHash),
+    index('api_keys_tenant_idx').on(t.tenantId),
+    check(
+      'api_keys_spend_limit_check',
+      sql`(${t.spendLimitUsd} is null) = (${t.spendPeriod} is null) and (${t.spendLimitUsd} is null or ${t.spendLimitUsd} > 0)`,
+    ),
+  ],
 )
 
 /** Postgres `tsvector`, written only by the database (a generated column). */
@@ -458,6 +474,8 @@ export const usageLedger = pgTable(
   (t) => [
     uniqueIndex('usage_ledger_request_idx').on(t.tenantId, t.requestId),
     index('usage_ledger_tenant_time_idx').on(t.tenantId, t.createdAt),
+    // A key's spend in its period (its spend limit, its usage statement).
+    index('usage_ledger_principal_time_idx').on(t.tenantId, t.principal, t.createdAt),
   ],
 )
 

@@ -39,7 +39,8 @@
  * and their ledger rows carry mode 'test' and zero credits.
  */
 import { AppError } from '../http/errors'
-import type { PlanCatalog } from '../plans/plan-catalog'
+import { keyLimitMessage, keyModelDecision } from '../plans/key-limit-decisions'
+import { getPlan, type PlanCatalog } from '../plans/plan-catalog'
 import { actionRequiredError } from '../plans/upgrade-decision'
 import type { NormalizedUsage } from '../providers/chat-wire'
 import { errorFields, log } from '../worker/log'
@@ -299,6 +300,18 @@ export function openMeter(
     return stub
   }
   const principal = principalId(identity)
+  const limits = identity.principal.kind === 'api_key' ? identity.principal.limits : undefined
+  const keyId = identity.principal.kind === 'api_key' ? identity.principal.keyId : ''
+  // A key with limits is admitted at the object every time (no leases), its limits with the call.
+  const keyInput = limits && {
+    keyId,
+    ...(limits.spendLimit
+      ? { spendLimitUnits: limits.spendLimit.amountUnits, period: limits.spendLimit.period }
+      : {}),
+    ...(limits.requestsPerMinute === null ? {} : { requestsPerMinute: limits.requestsPerMinute }),
+    ...(limits.tokensPerMinute === null ? {} : { tokensPerMinute: limits.tokensPerMinute }),
+  }
+  const leases = options.leases !== false && !limits
   /** `ended`: the request's status and latency; a checkpoint (the request still runs) has neither. */
   const settleInput = (grant: MeterGrant, usage: CheckpointUsage, ended: MeterUsage | null): SettleInput => ({
     ...scope,
@@ -328,19 +341,31 @@ export function openMeter(
     async acquire(request, catalog) {
       // Latency is measured from here: the request asks to be admitted.
       const admittedAt = Date.now()
+      if (
+        limits?.allowedModels &&
+        !isMeteredTool(request.model) &&
+        !limits.allowedModels.includes(request.model)
+      ) {
+        const plan = getPlan(scope.planId, catalog)
+        if (plan) {
+          const decision = keyModelDecision(plan, request.model, keyId, catalog)
+          throw actionRequiredError(decision, { catalog, message: keyLimitMessage(decision) })
+        }
+      }
       const key = `${name}|${request.model}`
       // While another request of this isolate fetches a lease, wait for it and admit from it
       // rather than asking the object too (a few rounds at most; then go to the object).
       for (let round = 0; ; round++) {
-        const local = admitLocally(name, key, request)
+        // Never for a key with limits: a lease another key's request obtained knows nothing of them.
+        const local = leases ? admitLocally(name, key, request) : null
         if (local) return { ...local, admittedAt }
-        const inFlight = options.leases === false ? undefined : askingLease.get(key)
+        const inFlight = leases ? askingLease.get(key) : undefined
         if (!inFlight || round === LEASE_WAIT_ROUNDS) break
         await inFlight.catch(() => {})
       }
 
       const reservationId = crypto.randomUUID()
-      const askLease = options.leases !== false && !isMeteredTool(request.model) && !askingLease.has(key)
+      const askLease = leases && !isMeteredTool(request.model) && !askingLease.has(key)
       const leaseId = askLease ? crypto.randomUUID() : ''
       const returns = takeReturns(name)
       let result: AcquireResult
@@ -363,6 +388,7 @@ export function openMeter(
               }
             : {}),
           ...(returns.length > 0 ? { leaseReturns: returns } : {}),
+          ...(keyInput ? { key: keyInput } : {}),
         })
         if (askLease) askingLease.set(key, call)
         result = await call
@@ -375,7 +401,10 @@ export function openMeter(
       if (result.kind === 'unavailable') throw meteringUnavailable(result.detail)
       if (result.kind === 'refused') {
         const headers = rateLimitHeaders(result.snapshot)
-        const error = actionRequiredError(result.decision, { catalog })
+        const error = actionRequiredError(result.decision, {
+          catalog,
+          ...(result.limitOf === 'key' ? { message: keyLimitMessage(result.decision) } : {}),
+        })
         Object.assign(error.headers, headers)
         throw error
       }

@@ -9,6 +9,7 @@ import { z } from 'zod'
 import { MODEL_ALIASES, type ModelAlias } from '../catalog/model-aliases'
 import { METERED_TOOL_UNITS, METERED_TOOLS, type MeteredTool } from '../plans/plan-catalog'
 import type { UpgradeDecisionSchema } from '../plans/upgrade-decision'
+import { SPEND_PERIODS } from './spend-period'
 
 export const METERING_MODES = ['live', 'test'] as const
 export type MeteringMode = (typeof METERING_MODES)[number]
@@ -119,6 +120,16 @@ export const LeaseReturnSchema = z.object({
 export type LeaseReturnInput = z.infer<typeof LeaseReturnSchema>
 export const LeaseReturnsSchema = z.array(LeaseReturnSchema).max(64)
 
+export const KeyLimitInputSchema = z.object({
+  keyId: z.guid(),
+  /** The spend limit at list price, in credit units (1e-6 USD), per `period`. */
+  spendLimitUnits: z.int().min(1).optional(),
+  period: z.enum(SPEND_PERIODS).optional(),
+  requestsPerMinute: z.int().min(1).optional(),
+  tokensPerMinute: z.int().min(1).optional(),
+})
+export type KeyLimitInput = z.infer<typeof KeyLimitInputSchema>
+
 export const AcquireInputSchema = MeteringScopeSchema.extend({
   reservationId: ReservationId,
   model: MeteredResourceSchema,
@@ -135,6 +146,11 @@ export const AcquireInputSchema = MeteringScopeSchema.extend({
     .optional(),
   /** Leases the isolate is done with, and what it did not use of them. */
   leaseReturns: LeaseReturnsSchema.optional(),
+  /**
+   * The calling API key's own limits, checked in the same step as the plan's (docs/plans.md,
+   * "Per-key limits"). Absent for a key without limits and for other credentials.
+   */
+  key: KeyLimitInputSchema.optional(),
 })
 export type AcquireInput = z.infer<typeof AcquireInputSchema>
 
@@ -187,6 +203,8 @@ export type AcquireResult =
       readonly kind: 'refused'
       readonly decision: z.infer<typeof UpgradeDecisionSchema>
       readonly snapshot: RateLimitSnapshot
+      /** 'key': the calling key's own limit refused, not the plan's. */
+      readonly limitOf?: 'key'
     }
   /** The balance could not be loaded (database unreachable): the request is not admitted. */
   | { readonly kind: 'unavailable'; readonly detail: string }

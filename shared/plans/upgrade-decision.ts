@@ -195,6 +195,11 @@ export interface UpgradeDecisionInput {
   readonly catalog: PlanCatalog
   /** Overrides the catalog's console URL (e.g. per deployment). */
   readonly consoleUrl?: string
+  /**
+   * Set when the limit that refused is an API key's own (shared/plans/key-limit-decisions.ts): the
+   * spend action then opens that key's console page, where its limit is raised.
+   */
+  readonly apiKeyId?: string
 }
 
 function action(kind: UpgradeActionKind, input: UpgradeDecisionInput, base: string): UpgradeAction {
@@ -223,6 +228,13 @@ function action(kind: UpgradeActionKind, input: UpgradeDecisionInput, base: stri
     case 'add_credits':
       return { kind, label: 'Add credits', available: plan.usageCredits, url: `${base}/billing/credits` }
     case 'manage_spend_cap':
+      if (input.apiKeyId !== undefined)
+        return {
+          kind,
+          label: "Raise this key's spend limit",
+          available: true,
+          url: `${base}/api-keys/${input.apiKeyId}`,
+        }
       return {
         kind,
         label: 'Raise the spend cap',
@@ -345,13 +357,18 @@ export function upgradeHeaders(decision: UpgradeDecision): Record<string, string
 /** The AppError for a decision: status from the table, body `{error, svc_upgrade}`. */
 export function actionRequiredError(
   decision: UpgradeDecision,
-  options: { readonly param?: string | null; readonly catalog: PlanCatalog },
+  options: {
+    readonly param?: string | null
+    readonly catalog: PlanCatalog
+    /** The words, when the limit is not the plan's (an API key's own: key-limit-decisions.ts). */
+    readonly message?: string
+  },
 ): AppError {
   const checked = UpgradeDecisionSchema.parse(decision)
   return new AppError(
     UPGRADE_REASON_STATUS[checked.reason],
     checked.reason,
-    upgradeMessage(checked, options.catalog),
+    options.message ?? upgradeMessage(checked, options.catalog),
     {
       type: ERROR_TYPE[checked.reason],
       param: options.param ?? null,

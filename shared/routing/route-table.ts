@@ -417,6 +417,13 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   { method: 'GET', path: '/platform/v1/api-keys/:keyId', family: 'platform', access: 'credential' },
   {
+    method: 'PATCH',
+    path: '/platform/v1/api-keys/:keyId',
+    family: 'platform',
+    access: 'credential',
+    body: json(BODY_LIMITS.small),
+  },
+  {
     method: 'POST',
     path: '/platform/v1/api-keys/:keyId/rotate',
     family: 'platform',

@@ -3,6 +3,7 @@
  * identity (null on public routes) and the body limit of the route. It travels as a typed
  * service-binding RPC argument, never as a client-supplied header.
  */
+import type { KeyLimits } from '../auth/key-limits'
 import type { ApiKeyMode, Audience, MemberRole } from '../db/schema'
 import { AppError } from '../http/errors'
 
@@ -12,7 +13,13 @@ export type { Audience }
 export type Mode = ApiKeyMode
 
 export type Principal =
-  | { kind: 'api_key'; keyId: string; mode: ApiKeyMode }
+  | {
+      kind: 'api_key'
+      keyId: string
+      mode: ApiKeyMode
+      /** The key's own limits (models, spend, rates); absent when it has none. */
+      limits?: KeyLimits
+    }
   | {
       kind: 'access_token'
       subject: string

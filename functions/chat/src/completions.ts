@@ -166,7 +166,14 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
   const { requestId } = call.context
   const identity = requireIdentity(call.context)
   const { env, executionCtx } = call
-  const request = parseChatCompletionRequest(call.body)
+  const parsed = parseChatCompletionRequest(call.body)
+  // A key with a spend limit reserves each request's worst case: without an output budget of its
+  // own, the request gets the one reserved for it, so its cost cannot exceed the reservation.
+  const spendLimited = identity.principal.kind === 'api_key' && !!identity.principal.limits?.spendLimit
+  const request =
+    spendLimited && requestedMaxTokens(parsed) === null
+      ? { ...parsed, max_completion_tokens: DEFAULT_OUTPUT_TOKEN_ESTIMATE }
+      : parsed
   const { plan, catalog } = resolvePlan(env, identity.planId)
   const mode: ChatMode = isTestMode(identity) ? 'test' : 'live'
 

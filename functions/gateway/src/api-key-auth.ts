@@ -4,10 +4,12 @@
  * and rotation through this isolate take effect at once, `last_used_at` is written off the request
  * path (opaque-credential-cache.ts, shared with observability tokens). A key with an expiry (one
  * being rotated out, or made to expire) is refused from that instant on: a cache entry is never
- * trusted beyond it.
+ * trusted beyond it. The key's own limits (shared/auth/key-limits.ts) travel in its identity; a
+ * change to them through this isolate takes effect on its next request (afterAdminChange).
  */
 import { eq } from 'drizzle-orm'
 import { apiKeyMode, digestsEqual, hashApiKey } from '../../../shared/auth/api-keys'
+import { keyLimitsOf } from '../../../shared/auth/key-limits'
 import { apiKeys, tenants } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
 import type { Identity } from '../../../shared/worker/request-context'
@@ -85,6 +87,11 @@ export async function authenticateApiKey(
         revokedAt: apiKeys.revokedAt,
         expiresAt: apiKeys.expiresAt,
         planId: tenants.planId,
+        allowedModels: apiKeys.allowedModels,
+        spendLimitUsd: apiKeys.spendLimitUsd,
+        spendPeriod: apiKeys.spendPeriod,
+        requestsPerMinute: apiKeys.requestsPerMinute,
+        tokensPerMinute: apiKeys.tokensPerMinute,
       })
       .from(apiKeys)
       .innerJoin(tenants, eq(tenants.id, apiKeys.tenantId))
@@ -110,10 +117,11 @@ export async function authenticateApiKey(
     )
     refuse('expired')
   }
+  const limits = keyLimitsOf(row)
   const identity: Identity = {
     tenantId: row.tenantId,
     mode: row.mode,
-    principal: { kind: 'api_key', keyId: row.id, mode: row.mode },
+    principal: { kind: 'api_key', keyId: row.id, mode: row.mode, ...(limits ? { limits } : {}) },
     role: row.role,
     planId: row.planId,
     scopes: row.scopes,

@@ -349,10 +349,11 @@ function afterAdminChange(route: RouteSpec, params: Record<string, string>, iden
   } else if (route.path === '/platform/v1/service-accounts/:serviceAccountId' && route.method === 'DELETE') {
     invalidatePrincipal(identity.tenantId, serviceAccountSubject(params.serviceAccountId ?? ''))
   } else if (
-    (route.path === '/platform/v1/api-keys/:keyId' && route.method === 'DELETE') ||
+    (route.path === '/platform/v1/api-keys/:keyId' &&
+      (route.method === 'DELETE' || route.method === 'PATCH')) ||
     route.path === '/platform/v1/api-keys/:keyId/rotate'
   ) {
-    // Revoked, or rotated (the old key now expires at the end of its grace period).
+    // Revoked, rotated (the old key now expires at the end of its grace period), or its limits changed.
     invalidateApiKey(params.keyId ?? '')
   } else if (route.path.startsWith('/platform/v1/observability-tokens/:tokenId') && params.tokenId) {
     invalidateObservabilityToken(params.tokenId)

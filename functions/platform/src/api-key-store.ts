@@ -10,9 +10,14 @@ import type { z } from '@hono/zod-openapi'
 import { and, desc, eq, isNull, or, type SQL } from 'drizzle-orm'
 import { API_KEY_PREFIX, apiKeySuffix, generateApiKey, hashApiKey } from '../../../shared/auth/api-keys'
 import { assertWithinCeiling } from '../../../shared/auth/credential-ceiling'
+import type { ModelAlias } from '../../../shared/catalog/model-aliases'
 import type { Drizzle } from '../../../shared/db/client'
 import { type ApiKeyMode, apiKeys, type MemberRole } from '../../../shared/db/schema'
 import { AppError } from '../../../shared/http/errors'
+import { storedKeySpendUnits } from '../../../shared/metering/key-spend'
+import { type SpendPeriodKind, spendPeriodAt } from '../../../shared/metering/spend-period'
+import { unitsToUsd, usdToUnits } from '../../../shared/metering/usd'
+import type { BillingPlan, PlanCatalog } from '../../../shared/plans/plan-catalog'
 import { actorOf, type Identity } from '../../../shared/worker/request-context'
 import type { ApiKeySchema } from './api-keys.schemas'
 
@@ -56,7 +61,143 @@ export function renderApiKey(row: ApiKeyRow, now = new Date()): ApiKeyView {
     expires_at: row.expiresAt?.toISOString() ?? null,
     replaced_by: row.replacedBy,
     revoked_at: row.revokedAt?.toISOString() ?? null,
+    ...limitsView(row),
+    spend: null,
   }
+}
+
+/** The key's own limits as the API shows them. */
+function limitsView(row: ApiKeyRow) {
+  const rate = {
+    ...(row.requestsPerMinute === null ? {} : { requests_per_minute: row.requestsPerMinute }),
+    ...(row.tokensPerMinute === null ? {} : { tokens_per_minute: row.tokensPerMinute }),
+  }
+  return {
+    allowed_models: row.allowedModels,
+    spend_limit:
+      row.spendLimitUsd !== null && row.spendPeriod !== null
+        ? { amount_usd: Number(row.spendLimitUsd), period: row.spendPeriod }
+        : null,
+    rate_limit: Object.keys(rate).length > 0 ? rate : null,
+  }
+}
+
+/**
+ * Fills `spend` of the keys with a spend limit: the list price of their requests in the current
+ * period, as Postgres has them (the RateLimiter flushes within about a second).
+ */
+export async function withSpend(
+  db: Drizzle,
+  views: ApiKeyView[],
+  catalog: PlanCatalog,
+  now = Date.now(),
+): Promise<ApiKeyView[]> {
+  return Promise.all(
+    views.map(async (view) => {
+      const limit = view.spend_limit
+      if (!limit) return view
+      const period = spendPeriodAt(limit.period, now)
+      const used = await storedKeySpendUnits(
+        db,
+        { tenantId: view.tenant_id, mode: view.mode, keyId: view.id, since: period.start },
+        catalog,
+      )
+      const amount = usdToUnits(limit.amount_usd)
+      return {
+        ...view,
+        spend: {
+          period: limit.period,
+          amount_usd: unitsToUsd(amount),
+          used_usd: unitsToUsd(used),
+          remaining_usd: unitsToUsd(Math.max(0, amount - used)),
+          resets_at: period.end === null ? null : new Date(period.end).toISOString(),
+        },
+      }
+    }),
+  )
+}
+
+/** The limits a create or PATCH sets, as columns; a field absent from the input is left out. */
+export interface KeyLimitsInput {
+  allowed_models?: readonly ModelAlias[] | null | undefined
+  spend_limit?: { amount_usd: number; period: SpendPeriodKind } | null | undefined
+  rate_limit?:
+    | { requests_per_minute?: number | undefined; tokens_per_minute?: number | undefined }
+    | null
+    | undefined
+}
+
+function limitColumns(input: KeyLimitsInput, plan: BillingPlan) {
+  const columns: Partial<
+    Pick<
+      ApiKeyRow,
+      'allowedModels' | 'spendLimitUsd' | 'spendPeriod' | 'requestsPerMinute' | 'tokensPerMinute'
+    >
+  > = {}
+  if (input.allowed_models !== undefined)
+    columns.allowedModels = input.allowed_models === null ? null : [...new Set(input.allowed_models)]
+  if (input.spend_limit !== undefined) {
+    const units = input.spend_limit === null ? 0 : usdToUnits(input.spend_limit.amount_usd)
+    if (input.spend_limit !== null && units < 1) {
+      throw new AppError(400, 'invalid_request', 'spend_limit.amount_usd must be at least 0.000001.', {
+        param: 'spend_limit.amount_usd',
+      })
+    }
+    columns.spendLimitUsd = input.spend_limit === null ? null : (units / 1_000_000).toFixed(6)
+    columns.spendPeriod = input.spend_limit?.period ?? null
+  }
+  if (input.rate_limit !== undefined) {
+    const rpm = input.rate_limit?.requests_per_minute ?? null
+    const tpm = input.rate_limit?.tokens_per_minute ?? null
+    if (rpm !== null && rpm > plan.requestsPerMinute) {
+      throw new AppError(
+        400,
+        'invalid_request',
+        `rate_limit.requests_per_minute must be at most the ${plan.name} plan's ${plan.requestsPerMinute} (got ${rpm}).`,
+        { param: 'rate_limit.requests_per_minute' },
+      )
+    }
+    if (tpm !== null && tpm > plan.tokensPerMinute) {
+      throw new AppError(
+        400,
+        'invalid_request',
+        `rate_limit.tokens_per_minute must be at most the ${plan.name} plan's ${plan.tokensPerMinute} (got ${tpm}).`,
+        { param: 'rate_limit.tokens_per_minute' },
+      )
+    }
+    columns.requestsPerMinute = rpm
+    columns.tokensPerMinute = tpm
+  }
+  return columns
+}
+
+/**
+ * Changes a key's limits (owners and admins; never a key of a higher role). Takes effect on the
+ * key's next request through the gateway isolate that served the change (afterAdminChange), in
+ * the others within API_KEY_CACHE_TTL_SECONDS.
+ */
+export async function updateApiKeyLimits(
+  db: Drizzle,
+  identity: Identity,
+  id: string,
+  input: KeyLimitsInput,
+  plan: BillingPlan,
+): Promise<ApiKeyView> {
+  const [existing] = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
+  if (!existing) throw apiKeyNotFound(id)
+  if (RANK[existing.role] > RANK[identity.role]) throw outranked(identity, existing.role, 'change')
+  const columns = limitColumns(input, plan)
+  if (Object.keys(columns).length === 0) return renderApiKey(existing)
+  const [row] = await db
+    .update(apiKeys)
+    .set(columns)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
+    .returning()
+  if (!row) throw apiKeyNotFound(id)
+  return renderApiKey(row)
 }
 
 /** The keys a member may see: those it created, and the key it is calling with. */
@@ -124,6 +265,7 @@ export interface CreateApiKeyInput {
   role: MemberRole
   scopes: readonly string[]
   expiresAt: Date | null
+  limits: KeyLimitsInput
 }
 
 /** Creates a key; the answer is the only place its secret ever exists outside the caller. */
@@ -131,8 +273,10 @@ export async function createApiKey(
   db: Drizzle,
   identity: Identity,
   input: CreateApiKeyInput,
+  plan: BillingPlan,
 ): Promise<{ view: ApiKeyView; key: string }> {
   assertWithinCeiling(identity, input, 'the new API key')
+  const limits = limitColumns(input.limits, plan)
   const key = generateApiKey(input.mode)
   const [row] = await db
     .insert(apiKeys)
@@ -147,6 +291,7 @@ export async function createApiKey(
       createdBy: userIdOf(identity),
       createdByActor: actorOf(identity),
       expiresAt: input.expiresAt,
+      ...limits,
     })
     .returning()
   return { view: renderApiKey(row!), key }
@@ -215,8 +360,13 @@ export async function rotateApiKey(
         role: old.role,
         createdBy: userIdOf(identity),
         createdByActor: actorOf(identity),
-        // The successor keeps an expiry the old key had beyond the grace period.
+        // The successor keeps an expiry the old key had beyond the grace period, and its limits.
         expiresAt: old.expiresAt,
+        allowedModels: old.allowedModels,
+        spendLimitUsd: old.spendLimitUsd,
+        spendPeriod: old.spendPeriod,
+        requestsPerMinute: old.requestsPerMinute,
+        tokensPerMinute: old.tokensPerMinute,
       })
       .returning()
     const graceEnd = new Date(now.getTime() + graceSeconds * 1000)

@@ -1,7 +1,9 @@
 /** zod schemas of the API-key management API (the OpenAPI document is generated from these). */
 import { z } from '@hono/zod-openapi'
 import { SCOPE_NAMES, SCOPES } from '../../../shared/auth/scopes'
+import { MODEL_ALIASES } from '../../../shared/catalog/model-aliases'
 import { API_KEY_MODES, MEMBER_ROLES } from '../../../shared/db/schema'
+import { SPEND_PERIODS } from '../../../shared/metering/spend-period'
 
 /** Longest grace period a rotation may leave the old secret working: 30 days. */
 export const MAX_ROTATION_GRACE_SECONDS = 30 * 24 * 3600
@@ -19,8 +21,72 @@ const scopeList = z
       .join('; ')}.`,
   })
 
+/** The key's own limits (docs/plans.md, "Per-key limits"); null or absent: none. */
+const allowedModels = z
+  .array(z.enum(MODEL_ALIASES))
+  .min(1)
+  .max(MODEL_ALIASES.length)
+  .nullable()
+  .openapi({
+    description:
+      'Model aliases this key may use, for chat, agent turns, reasoning jobs and MCP tools (absent or null: whatever the plan allows). Another model is 403 `model_access_required`.',
+    example: ['svc-cell', 'svc-brood'],
+  })
+
+export const SpendLimitSchema = z
+  .object({
+    amount_usd: z.number().positive().max(1_000_000).openapi({
+      description: 'What the key may spend per period at list price, in USD (6 decimals at most)',
+      example: 5,
+    }),
+    period: z.enum(SPEND_PERIODS).openapi({
+      description:
+        'When the spend starts over: at 00:00 UTC each day, each Monday, on the 1st of each month; total: never',
+    }),
+  })
+  .strict()
+  .openapi('ApiKeySpendLimit', {
+    description:
+      'A spend limit at list price, in test mode too. Each request reserves its worst case (prompt + max_tokens) until it ends, so concurrent requests never spend more; a spent key is 402 `overage_cap_reached`.',
+  })
+
+export const KeyRateLimitSchema = z
+  .object({
+    requests_per_minute: z.number().int().min(1).optional(),
+    tokens_per_minute: z.number().int().min(1).optional(),
+  })
+  .strict()
+  .openapi('ApiKeyRateLimit', {
+    description: "The key's own per-minute limits, at most the plan's; reached: 429 `rate_limited`",
+  })
+
+const limitFields = {
+  allowed_models: allowedModels.optional(),
+  spend_limit: SpendLimitSchema.nullable().optional(),
+  rate_limit: KeyRateLimitSchema.nullable().optional(),
+}
+
+export const ApiKeyLimitsPatchSchema = z.object(limitFields).strict().openapi('ApiKeyLimitsPatch', {
+  description:
+    'The limits to change: a field given replaces that limit (null removes it); a field absent is kept',
+})
+
+export const ApiKeySpendSchema = z
+  .object({
+    period: z.enum(SPEND_PERIODS),
+    amount_usd: z.number(),
+    used_usd: z.number().openapi({ description: 'Spent at list price in the current period' }),
+    remaining_usd: z.number(),
+    resets_at: z.string().nullable().openapi({ description: 'When the period ends (null for total)' }),
+  })
+  .openapi('ApiKeySpend', {
+    description:
+      "The key's spend in the current period, at list price (requests that ended; the limit also counts those in flight)",
+  })
+
 export const ApiKeyCreateSchema = z
   .object({
+    ...limitFields,
     name: z.string().trim().min(1).max(120).openapi({ example: 'production backend' }),
     mode: z.enum(API_KEY_MODES).openapi({
       description:
@@ -83,6 +149,10 @@ export const ApiKeySchema = z
     expires_at: z.string().nullable(),
     replaced_by: z.string().uuid().nullable().openapi({ description: 'The key this one was rotated to' }),
     revoked_at: z.string().nullable(),
+    allowed_models: z.array(z.string()).nullable(),
+    spend_limit: SpendLimitSchema.nullable(),
+    rate_limit: KeyRateLimitSchema.nullable(),
+    spend: ApiKeySpendSchema.nullable().openapi({ description: 'Present when the key has a spend limit' }),
   })
   .openapi('ApiKey')
 

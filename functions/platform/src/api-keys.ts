@@ -1,7 +1,8 @@
 /**
  * API-key management: create (test or live; name, role, scopes, expiry; the secret is in the
  * answer only), list (never a secret), rotate (a new secret; the old one keeps working for a
- * grace period), revoke. Owners and admins manage the workspace's keys; members list and read
+ * grace period), revoke, and change a key's own limits (allowed models, spend, rates: docs/plans.md,
+ * "Per-key limits"). Owners and admins manage the workspace's keys; members list and read
  * the keys they created and the one they call with. Every change is in the tenant's audit log
  * before it is acknowledged. The gateway drops a revoked or rotated key from its cache at once
  * in the isolate that forwarded the change; other isolates follow within API_KEY_CACHE_TTL_SECONDS.
@@ -9,6 +10,7 @@
 
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { AppError } from '../../../shared/http/errors'
+import { resolvePlan } from '../../../shared/plans/plan-catalog'
 import { type FamilyEnv, identityOf, requireAdmin } from '../../../shared/worker/family-app'
 import { actorOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
@@ -19,9 +21,12 @@ import {
   listApiKeys,
   revokeApiKey,
   rotateApiKey,
+  updateApiKeyLimits,
+  withSpend,
 } from './api-key-store'
 import {
   ApiKeyCreateSchema,
+  ApiKeyLimitsPatchSchema,
   ApiKeyListQuerySchema,
   ApiKeyListSchema,
   ApiKeyParamsSchema,
@@ -76,6 +81,11 @@ function changed(view: ApiKeyView) {
   return { key_id: view.id, mode: view.mode, role: view.role, suffix: view.suffix }
 }
 
+/** The limits an audit event records (the values after the change). */
+function limitsOf(view: ApiKeyView) {
+  return { allowed_models: view.allowed_models, spend_limit: view.spend_limit, rate_limit: view.rate_limit }
+}
+
 export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
   app.openapi(
     createRoute({
@@ -91,11 +101,16 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
     async (c) => {
       const identity = identityOf(c)
       const query = c.req.valid('query')
-      const data = await withRequestDatabase(c, 'platform', (db) =>
-        listApiKeys(db, identity, {
-          ...(query.mode ? { mode: query.mode } : {}),
-          activeOnly: query.include_inactive === 'false',
-        }),
+      const { catalog } = resolvePlan(c.env, identity.planId)
+      const data = await withRequestDatabase(c, 'platform', async (db) =>
+        withSpend(
+          db,
+          await listApiKeys(db, identity, {
+            ...(query.mode ? { mode: query.mode } : {}),
+            activeOnly: query.include_inactive === 'false',
+          }),
+          catalog,
+        ),
       )
       return c.json({ object: 'list' as const, data }, 200)
     },
@@ -119,15 +134,24 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       const identity = requireAdmin(c, 'create API keys')
       const body = c.req.valid('json')
       const expiresAt = expiryOf(body, new Date())
-      const { view, key } = await withRequestDatabase(c, 'platform', (db) =>
-        createApiKey(db, identity, {
-          name: body.name,
-          mode: body.mode,
-          role: body.role,
-          scopes: body.scopes,
-          expiresAt,
-        }),
-      )
+      const { plan, catalog } = resolvePlan(c.env, identity.planId)
+      const { view, key } = await withRequestDatabase(c, 'platform', async (db) => {
+        const created = await createApiKey(
+          db,
+          identity,
+          {
+            name: body.name,
+            mode: body.mode,
+            role: body.role,
+            scopes: body.scopes,
+            expiresAt,
+            limits: body,
+          },
+          plan,
+        )
+        const [view] = await withSpend(db, [created.view], catalog)
+        return { view: view!, key: created.key }
+      })
       await recordAuditEvent(c, {
         kind: 'api_key.changed',
         action: 'created',
@@ -135,6 +159,7 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
         name: view.name,
         scopes: view.scopes,
         expires_at: view.expires_at,
+        ...limitsOf(view),
         actor: actorOf(identity),
         request_id: c.get('request').requestId,
       })
@@ -157,7 +182,52 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
     async (c) => {
       const identity = identityOf(c)
       const { keyId } = c.req.valid('param')
-      return c.json(await withRequestDatabase(c, 'platform', (db) => getApiKey(db, identity, keyId)), 200)
+      const { catalog } = resolvePlan(c.env, identity.planId)
+      const [view] = await withRequestDatabase(c, 'platform', async (db) =>
+        withSpend(db, [await getApiKey(db, identity, keyId)], catalog),
+      )
+      return c.json(view!, 200)
+    },
+  )
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: `${BASE}/{keyId}`,
+      tags: TAGS,
+      summary: "Change a key's limits: allowed_models, spend_limit, rate_limit",
+      description:
+        "Owners and admins (never a key of a higher role). A field given replaces that limit, null removes it, a field absent is kept. The key's next request through the gateway isolate that served this call meets the new limits, other isolates within API_KEY_CACHE_TTL_SECONDS. The spend already made in the period counts against a new spend_limit. Recorded in the audit log (`api_key.changed`, limits_changed) before the answer.",
+      request: {
+        params: ApiKeyParamsSchema,
+        body: { required: true, content: { 'application/json': { schema: ApiKeyLimitsPatchSchema } } },
+      },
+      responses: {
+        200: {
+          description: 'The key with its new limits',
+          content: { 'application/json': { schema: ApiKeySchema } },
+        },
+        403: forbidden,
+        404: notFound,
+      },
+    }),
+    async (c) => {
+      const identity = requireAdmin(c, "change API keys' limits")
+      const { keyId } = c.req.valid('param')
+      const body = c.req.valid('json')
+      const { plan, catalog } = resolvePlan(c.env, identity.planId)
+      const [view] = await withRequestDatabase(c, 'platform', async (db) =>
+        withSpend(db, [await updateApiKeyLimits(db, identity, keyId, body, plan)], catalog),
+      )
+      await recordAuditEvent(c, {
+        kind: 'api_key.changed',
+        action: 'limits_changed',
+        ...changed(view!),
+        ...limitsOf(view!),
+        actor: actorOf(identity),
+        request_id: c.get('request').requestId,
+      })
+      return c.json(view!, 200)
     },
   )
 
@@ -185,9 +255,12 @@ export function apiKeyRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): void {
       const { keyId } = c.req.valid('param')
       // Without a body the validator hands over {}: the schema's default grace applies.
       const { grace_period_seconds: grace } = ApiKeyRotateSchema.parse(c.req.valid('json'))
-      const rotated = await withRequestDatabase(c, 'platform', (db) =>
-        rotateApiKey(db, identity, keyId, grace),
-      )
+      const { catalog } = resolvePlan(c.env, identity.planId)
+      const rotated = await withRequestDatabase(c, 'platform', async (db) => {
+        const done = await rotateApiKey(db, identity, keyId, grace)
+        const [view, previous] = await withSpend(db, [done.view, done.previous], catalog)
+        return { ...done, view: view!, previous: previous! }
+      })
       await recordAuditEvent(c, {
         kind: 'api_key.changed',
         action: 'rotated',
