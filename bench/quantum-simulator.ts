@@ -1,5 +1,5 @@
 /**
- * The quantum selector's simulator (shared/quantum/): time per QAOA expectation evaluation (the
+ * The quantum selector's simulator (durable-objects/reasoning-job/quantum/): time per QAOA expectation evaluation (the
  * inner loop of the angle search, p = 3, XY ring mixer) and per measured shot, at 8, 12, 16 and
  * 20 qubits, beside
  * - the memory-bandwidth bound of the same work: bytes the evaluation must touch (every pass reads
@@ -14,10 +14,14 @@
  *   npx tsx bench/quantum-simulator.ts            # QUBITS=8,12,16,20 NPM_MAX_QUBITS=16
  */
 import QuantumCircuit from 'quantum-circuit'
-import type { CircuitGate } from '../shared/quantum/ionq-circuit.ts'
-import { QaoaEvaluator, ringPairs, selectionCircuit } from '../shared/quantum/qaoa.ts'
-import { cumulative, SeededRandom, sampleIndex } from '../shared/quantum/shot-sampler.ts'
-import { simulateCircuit } from '../shared/quantum/statevector.ts'
+import type { CircuitGate } from '../durable-objects/reasoning-job/quantum/ionq-circuit.ts'
+import { QaoaEvaluator, ringPairs, selectionCircuit } from '../durable-objects/reasoning-job/quantum/qaoa.ts'
+import {
+  cumulative,
+  SeededRandom,
+  sampleIndex,
+} from '../durable-objects/reasoning-job/quantum/shot-sampler.ts'
+import { simulateCircuit } from '../durable-objects/reasoning-job/quantum/statevector.ts'
 import { median } from './bench-support.ts'
 
 const QUBITS = (process.env.QUBITS ?? '8,12,16,20').split(',').map(Number)

@@ -19,7 +19,6 @@ import {
   SERVICE_ACCOUNT_AUDIENCES,
   type ServiceAccountAudience,
 } from '../shared/auth/service-accounts.ts'
-import { generatePassword, setUserPassword } from '../shared/auth/user-passwords.ts'
 import { generateSigningKey } from '../shared/crypto/jwk.ts'
 import { isJwsAlgorithm, JWS_ALGORITHMS } from '../shared/crypto/jws-algorithms.ts'
 import { getPolicyPreset, type PresetName, validatePolicy } from '../shared/crypto-policy/index.ts'
@@ -27,6 +26,7 @@ import { saveTenantPolicy } from '../shared/crypto-policy/policy-store.ts'
 import { type DatabaseEnv, openDatabase, schema, useWebSocketConstructor } from '../shared/db/client.ts'
 import { PLAN_CATALOG } from '../shared/plans/plan-catalog.ts'
 import { DevCredentials, ensureWorkspace } from './db/seed.ts'
+import { generatePassword, setUserPassword } from './db/user-passwords.ts'
 import { locateStackDataDir } from './running-stacks.ts'
 import { ROOT } from './workers.ts'
 

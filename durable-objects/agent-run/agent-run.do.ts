@@ -24,12 +24,12 @@
  */
 import { DurableObject } from 'cloudflare:workers'
 import { modelEntry } from '../../shared/catalog/model-catalog'
-import { AppError, toAppError } from '../../shared/http/errors'
+import { AppError, type Refused, toAppError } from '../../shared/http/errors'
 import { type MeterGrant, meteringUnavailable, openMeter, outcomeStatus } from '../../shared/metering'
 import { worstCaseCostUnits } from '../../shared/metering/key-spend'
 import { type PlanCatalog, resolvePlan } from '../../shared/plans'
 import { countPromptTokens } from '../../shared/providers'
-import { logServerError } from '../../shared/worker/log'
+import { logServerError, refused } from '../../shared/worker/log'
 import type { Identity, Mode } from '../../shared/worker/request-context'
 import { INDEX_RETRY_MIN_MS, indexRetryDelayMs, writeIndex } from '../postgres-index'
 import {
@@ -97,21 +97,8 @@ function spendBounded(call: TurnCall, estimatedTokens: number, catalog: PlanCata
   return { ...call, settings: { ...call.settings, spend_bound_units: bound } }
 }
 
-/** Errors cross RPC as data (an AppError's class does not survive serialisation). */
-export interface RunErrorData {
-  status: number
-  code: string
-  message: string
-  param: string | null
-}
-
-export type RunReply = { ok: true; run: RunStatus } | { ok: false; error: RunErrorData }
-
-export function errorData(err: unknown): RunErrorData {
-  const e = toAppError(err)
-  logServerError(e)
-  return { status: e.status, code: e.code, message: e.message, param: e.param }
-}
+/** Errors cross RPC as data: shared/http/errors.ts `AppErrorData`, revived by the run client. */
+export type RunReply = { ok: true; run: RunStatus } | Refused
 
 export function runNotFound(param = 'runId'): AppError {
   return new AppError(
@@ -465,7 +452,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
         await this.armAlarm()
       }
     }
-    run().catch((err: unknown) => errorData(err))
+    run().catch((err: unknown) => logServerError(toAppError(err)))
   }
 
   /** Aborts the turn's loop (its upstream call with it) and counts what that call used so far. */
@@ -519,7 +506,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       if (!run || !this.owns(run, owner)) throw runNotFound()
       return { ok: true, run: this.statusOf(run) }
     } catch (err) {
-      return { ok: false, error: errorData(err) }
+      return refused(err)
     }
   }
 
@@ -549,7 +536,7 @@ export class AgentRun extends DurableObject<AgentRunEnv> implements LoopHost {
       if (!after) throw new Error('the run row vanished')
       return { ok: true, run: this.statusOf(after) }
     } catch (err) {
-      return { ok: false, error: errorData(err) }
+      return refused(err)
     }
   }
 

@@ -65,7 +65,7 @@ export function fileChangeProblems(data: ChangeFields, ctx: z.RefinementCtx): vo
     })
   }
   if ((data.op === 'rename') !== (data.from_path !== undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['from_path'], message: 'from_path is present exactly for renames' })
+    ctx.addIssue({ code: 'custom', path: ['from_path'], message: 'is present exactly for renames' })
   }
 }
 

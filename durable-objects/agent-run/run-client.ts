@@ -4,7 +4,7 @@
  * /svc/agents/runs/{runId}, the owner is the caller) and the platform worker (an admin's cancel
  * from the run index, the owner is the row's). Errors the object returns as data become AppErrors.
  */
-import { AppError } from '../../shared/http/errors'
+import { AppError, reviveAppError } from '../../shared/http/errors'
 import type { AgentRun, RunOwner, RunReply } from './agent-run.do'
 import type { RunStatus } from './run-status.schemas'
 
@@ -47,10 +47,7 @@ async function answer(call: () => Promise<RunReply>): Promise<RunStatus> {
   } catch (err) {
     throw runStoreUnavailable(err)
   }
-  if (!reply.ok) {
-    const { status, code, message, param } = reply.error
-    throw new AppError(status, code, message, { param })
-  }
+  if (!reply.ok) throw reviveAppError(reply.error)
   return reply.run
 }
 

@@ -106,7 +106,7 @@ describe('parseTurnRequest', () => {
       '65 tools',
       { client_tools: Array.from({ length: 65 }, (_, i) => tool({ name: `t${i}` })) },
       'client_tools',
-      'at most 64 elements',
+      'at most 64 items',
     ],
     [
       'name 201 chars',
@@ -172,7 +172,7 @@ describe('parseTurnRequest', () => {
       'duplicate tool names',
       { client_tools: [tool(), tool()] },
       'client_tools[1].name',
-      'client tool name "read_file" is used twice',
+      'client_tools[1].name is used twice (also at index 0); each client tool name must be unique (got "read_file")',
     ],
     [
       'reserved server tool name',

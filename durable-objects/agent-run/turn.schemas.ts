@@ -11,7 +11,7 @@ import { z } from 'zod'
 import { MODEL_ALIASES, type ModelAlias } from '../../shared/catalog/model-aliases'
 import { canonicalJson, sha256Hex } from '../../shared/crypto/digests'
 import { AppError } from '../../shared/http/errors'
-import { issuePath } from '../../shared/http/validation'
+import { describeValue, parseWith } from '../../shared/http/validation'
 import { isServerTool } from './approval-policy'
 import { jsonSchemaProblems } from './client-tools'
 import { FileChangeSchema, MAX_FILE_CHANGES } from './file-changes'
@@ -34,19 +34,19 @@ export const LIMITS = {
 } as const
 
 const object = () => z.record(z.string(), z.unknown())
-const identifier = (what: string) =>
+const identifier = () =>
   z
     .string()
-    .min(1, { error: `${what} must be a non-empty string` })
-    .max(LIMITS.id, { error: `${what} must be at most ${LIMITS.id} characters` })
+    .min(1, { error: 'must be a non-empty string' })
+    .max(LIMITS.id, { error: `must be at most ${LIMITS.id} characters` })
 
 export const ClientToolSchema = z.object({
   name: z
     .string()
-    .min(1, { error: 'name must be a non-empty string' })
-    .max(LIMITS.toolName, { error: `name must be at most ${LIMITS.toolName} characters` }),
+    .min(1, { error: 'must be a non-empty string' })
+    .max(LIMITS.toolName, { error: `must be at most ${LIMITS.toolName} characters` }),
   description: z.string().max(LIMITS.toolDescription, {
-    error: `description must be at most ${LIMITS.toolDescription} characters`,
+    error: `must be at most ${LIMITS.toolDescription} characters`,
   }),
   input_schema: object().superRefine((schema, ctx) => {
     const problems = jsonSchemaProblems(schema)
@@ -58,15 +58,15 @@ export const ClientToolSchema = z.object({
     }
   }),
   tags: z
-    .array(z.string().max(LIMITS.tag, { error: `each tag must be at most ${LIMITS.tag} characters` }))
-    .max(LIMITS.tagsPerTool, { error: `tags must have at most ${LIMITS.tagsPerTool} items` }),
+    .array(z.string().max(LIMITS.tag, { error: `must be at most ${LIMITS.tag} characters` }))
+    .max(LIMITS.tagsPerTool, { error: `must have at most ${LIMITS.tagsPerTool} items` }),
 })
 export type ClientTool = z.infer<typeof ClientToolSchema>
 
 /** Next-turn answer to an `approval.requested` event. */
 export const ApprovalAnswerSchema = z
   .object({
-    approval_id: identifier('approval_id'),
+    approval_id: identifier(),
     decision: z.enum(['approve', 'deny']),
     reason: z.string().max(LIMITS.reason).optional(),
   })
@@ -76,13 +76,13 @@ export type ApprovalAnswer = z.infer<typeof ApprovalAnswerSchema>
 /** Next-turn result of a client tool call the previous turn stopped on (`awaiting_client_tool`). */
 export const ToolResultSchema = z
   .object({
-    call_id: identifier('call_id'),
+    call_id: identifier(),
     output: z.union([z.string(), z.array(z.unknown()), object()]),
     is_error: z.boolean().default(false),
     /** What the tool changed in the caller's files; each becomes a `file.delta` event. */
     file_changes: z
       .array(FileChangeSchema)
-      .max(MAX_FILE_CHANGES, { error: `file_changes must have at most ${MAX_FILE_CHANGES} elements` })
+      .max(MAX_FILE_CHANGES, { error: `must have at most ${MAX_FILE_CHANGES} items` })
       .optional(),
   })
   .strict()
@@ -104,16 +104,16 @@ function uniqueBy<T>(
       ctx.addIssue({
         code: 'custom',
         path: [index, field],
-        message: `${what} ${JSON.stringify(value)} is used twice (also at index ${seen}); each must be unique`,
+        message: `is used twice (also at index ${seen}); each ${what} must be unique`,
       })
   })
 }
 
 export const TurnRequestSchema = z.object({
   protocol: z.literal(AGENT_PROTOCOL),
-  session_id: identifier('session_id'),
-  run_id: z.uuid({ error: 'run_id must be a UUID' }).optional(),
-  turn_id: identifier('turn_id'),
+  session_id: identifier(),
+  run_id: z.uuid().optional(),
+  turn_id: identifier(),
   model: z.enum(MODEL_ALIASES),
   mode: z.enum(AGENT_MODES),
   effort: z.enum(EFFORTS).optional(),
@@ -124,7 +124,7 @@ export const TurnRequestSchema = z.object({
   transcript: z.array(z.unknown()),
   client_tools: z
     .array(ClientToolSchema)
-    .max(LIMITS.clientTools, { error: `client_tools must have at most ${LIMITS.clientTools} elements` })
+    .max(LIMITS.clientTools, { error: `must have at most ${LIMITS.clientTools} items` })
     .superRefine((tools, ctx) => {
       uniqueBy(tools, (t) => t.name, 'name', ctx, 'client tool name')
       tools.forEach((tool, index) => {
@@ -132,7 +132,7 @@ export const TurnRequestSchema = z.object({
           ctx.addIssue({
             code: 'custom',
             path: [index, 'name'],
-            message: `${JSON.stringify(tool.name)} is reserved for the server tool of that name; rename the client tool`,
+            message: 'is reserved for the server tool of that name; rename the client tool',
           })
         }
       })
@@ -154,71 +154,6 @@ export type TurnRequest = z.infer<typeof TurnRequestSchema>
 export type AgentMode = (typeof AGENT_MODES)[number]
 export type Effort = (typeof EFFORTS)[number]
 
-function describeValue(value: unknown): string {
-  if (value === undefined) return 'nothing'
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'an array'
-  if (typeof value === 'string')
-    return value.length > 40 ? `a ${value.length}-character string` : JSON.stringify(value)
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value)
-  return `a ${typeof value}`
-}
-
-const EXPECTED_WORDS: Record<string, string> = {
-  string: 'a string',
-  number: 'a number',
-  int: 'an integer',
-  boolean: 'a boolean',
-  array: 'an array',
-  object: 'a JSON object',
-  record: 'a JSON object',
-}
-
-/** One readable sentence per zod issue: field path, rule, and what was sent. */
-export function describeIssue(issue: z.core.$ZodIssue): string {
-  const path = issuePath(issue.path) || 'body'
-  switch (issue.code) {
-    case 'invalid_type':
-      if (issue.input === undefined) return `${path} is required`
-      return `${path} must be ${EXPECTED_WORDS[issue.expected] ?? issue.expected} (got ${describeValue(issue.input)})`
-    case 'invalid_value':
-      return issue.values.length === 1
-        ? `${path} must be ${JSON.stringify(issue.values[0])} (got ${describeValue(issue.input)})`
-        : `${path} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')} (got ${describeValue(issue.input)})`
-    case 'too_big':
-      if (issue.origin === 'array') return `${path} must have at most ${issue.maximum} elements`
-      if (issue.origin === 'string') return `${path} must be at most ${issue.maximum} characters`
-      return `${path} must be <= ${issue.maximum} (got ${describeValue(issue.input)})`
-    case 'too_small':
-      if (issue.origin === 'array') return `${path} must have at least ${issue.minimum} elements`
-      if (issue.origin === 'string') {
-        return issue.minimum === 1
-          ? `${path} must be a non-empty string`
-          : `${path} must be at least ${issue.minimum} characters`
-      }
-      return `${path} must be >= ${issue.minimum} (got ${describeValue(issue.input)})`
-    case 'invalid_format':
-      return `${path} must be a valid ${issue.format === 'uuid' ? 'UUID' : issue.format} (got ${describeValue(issue.input)})`
-    case 'unrecognized_keys':
-      return `${path} has unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}; remove ${issue.keys.length > 1 ? 'them' : 'it'}`
-    default:
-      return `${path}: ${issue.message}`
-  }
-}
-
-/**
- * The first issue decides `param` and leads the message; up to two more are appended so a client
- * fixing a request sees several problems at once.
- */
-export function zodIssuesToAppError(issues: readonly z.core.$ZodIssue[], code: string): AppError {
-  const [first, ...rest] = issues
-  if (!first) return new AppError(400, code, 'the request body is invalid')
-  const extra = rest.slice(0, 2).map(describeIssue)
-  const more = rest.length > 2 ? ` (and ${rest.length - 2} more)` : ''
-  const message = [describeIssue(first), ...extra].join('; ') + more
-  return new AppError(400, code, message, { param: issuePath(first.path) || null })
-}
-
 /** Parses and validates a turn request body; throws AppError 400 `invalid_turn_request`. */
 export function parseTurnRequest(body: unknown): TurnRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -228,9 +163,7 @@ export function parseTurnRequest(body: unknown): TurnRequest {
       `the turn request must be a JSON object (got ${describeValue(body)})`,
     )
   }
-  const parsed = TurnRequestSchema.safeParse(body, { reportInput: true })
-  if (!parsed.success) throw zodIssuesToAppError(parsed.error.issues, 'invalid_turn_request')
-  return parsed.data
+  return parseWith(TurnRequestSchema, body, { code: 'invalid_turn_request' })
 }
 
 /**

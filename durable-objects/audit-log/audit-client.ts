@@ -88,12 +88,17 @@ export async function appendAuditEvent(
         idempotencyKey,
       })
       if (answer.ok) return answer.receipt
-      if (answer.status < 500) {
-        throw new AppError(500, answer.code, 'An internal error occurred while recording this action.', {
-          internalMessage: answer.message,
-        })
+      if (answer.error.status < 500) {
+        throw new AppError(
+          500,
+          answer.error.code,
+          'An internal error occurred while recording this action.',
+          {
+            internalMessage: answer.error.message,
+          },
+        )
       }
-      lastError = `${answer.code}: ${answer.message}`
+      lastError = `${answer.error.code}: ${answer.error.message}`
     } catch (err) {
       if (err instanceof AppError) throw err
       lastError = String(err)

@@ -2,12 +2,12 @@ import { env, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test'
 import { describe, expect, it } from 'vitest'
 import type { AuditEvent } from '../../shared/audit/audit-events'
 import { compareCheckpoints, parseCheckpointNote, verifyCheckpointNote } from '../../shared/audit/checkpoint'
-import { verifyConsistency } from '../../shared/audit/merkle'
 import { base64Decode } from '../../shared/crypto/encoding'
 import * as independent from '../../test/support/independent-merkle'
 import { type AuditLogNamespace, appendAuditEvent, auditLogOf } from './audit-client'
 import type { AuditLog } from './audit-log.do'
 import { logKeyRing } from './log-keys'
+import { verifyConsistency } from './merkle'
 
 const AUDIT_LOG = (env as unknown as { AUDIT_LOG: AuditLogNamespace }).AUDIT_LOG
 const LOG_SIGNING_KEYS = (env as unknown as { LOG_SIGNING_KEYS: string }).LOG_SIGNING_KEYS
@@ -36,7 +36,7 @@ async function publicKeys() {
 
 async function verifiedProofs(log: DurableObjectStub<AuditLog>, tenantId: string, indexes: number[]) {
   const answer = await log.inclusionProofs({ tenantId, indexes })
-  if (!answer.ok) throw new Error(answer.message)
+  if (!answer.ok) throw new Error(answer.error.message)
   const head = await verifyCheckpointNote(answer.checkpoint.note, await publicKeys())
   expect(head).not.toBeNull()
   const results = []
@@ -106,10 +106,10 @@ describe('AuditLog', () => {
     const tenantId = crypto.randomUUID()
     const log = auditLogOf(AUDIT_LOG, tenantId)
     const bad = await log.append({ tenantId, event: { kind: 'token.issued', subject: 'x' } })
-    expect(bad).toMatchObject({ ok: false, status: 400, code: 'invalid_audit_event' })
+    expect(bad).toMatchObject({ ok: false, error: { status: 400, code: 'invalid_audit_event' } })
     await log.append({ tenantId, event: decision(0) })
     const other = await log.append({ tenantId: crypto.randomUUID(), event: decision(0) })
-    expect(other).toMatchObject({ ok: false, code: 'audit_log_mismatch' })
+    expect(other).toMatchObject({ ok: false, error: { code: 'audit_log_mismatch' } })
   })
 
   it('signs a checkpoint on its alarm, and consecutive checkpoints are provably consistent', async () => {
@@ -127,7 +127,7 @@ describe('AuditLog', () => {
     const b = await verifyCheckpointNote(second.checkpoint.note, keys)
     expect(b?.size).toBe(13)
     const consistency = await log.consistency({ tenantId, first: 5 })
-    if (!consistency.ok) throw new Error(consistency.message)
+    if (!consistency.ok) throw new Error(consistency.error.message)
     expect(await independent.verifyConsistencyRfc(5n, 13n, a!.rootHash, b!.rootHash, consistency.proof)).toBe(
       true,
     )
@@ -141,7 +141,7 @@ describe('AuditLog', () => {
     const log = auditLogOf(AUDIT_LOG, tenantId)
     for (let i = 0; i < 9; i++) await appendAuditEvent(AUDIT_LOG, tenantId, decision(i))
     const earlier = await log.checkpoint({ tenantId, fresh: true })
-    if (!earlier.ok) throw new Error(earlier.message)
+    if (!earlier.ok) throw new Error(earlier.error.message)
     for (let i = 9; i < 12; i++) await appendAuditEvent(AUDIT_LOG, tenantId, decision(i))
 
     const before = await verifiedProofs(log, tenantId, [4])
@@ -173,7 +173,7 @@ describe('AuditLog', () => {
     const log = auditLogOf(AUDIT_LOG, tenantId)
     for (let i = 0; i < 8; i++) await appendAuditEvent(AUDIT_LOG, tenantId, decision(i))
     const earlier = await log.checkpoint({ tenantId, fresh: true })
-    if (!earlier.ok) throw new Error(earlier.message)
+    if (!earlier.ok) throw new Error(earlier.error.message)
     const flip = (level: number, index: number) =>
       runInDurableObject(log, (_, state) => {
         const [row] = state.storage.sql
@@ -191,8 +191,7 @@ describe('AuditLog', () => {
     await appendAuditEvent(AUDIT_LOG, tenantId, decision(8))
     expect(await log.checkpoint({ tenantId, fresh: true })).toMatchObject({
       ok: false,
-      status: 500,
-      code: 'audit_log_inconsistent',
+      error: { status: 500, code: 'audit_log_inconsistent' },
     })
   })
 

@@ -26,6 +26,13 @@ import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
 import { type AuditEntry, type AuditEvent, AuditEventSchema } from '../../shared/audit/audit-events'
 import { signCheckpoint } from '../../shared/audit/checkpoint'
+import { canonicalJson } from '../../shared/crypto/digests'
+import { utf8 } from '../../shared/crypto/encoding'
+import { createSelfTestSuite, type SelfTestReport } from '../../shared/crypto/self-test'
+import { AppError, type Refused } from '../../shared/http/errors'
+import { describeError, errorFields, log, refused } from '../../shared/worker/log'
+import { AuditLogStore, type CheckpointRow, type LogMeta } from './audit-log.store'
+import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin } from './log-keys'
 import {
   completedLevels,
   consistencyProof,
@@ -34,14 +41,7 @@ import {
   inclusionProof,
   rangeHash,
   verifyConsistency,
-} from '../../shared/audit/merkle'
-import { canonicalJson } from '../../shared/crypto/digests'
-import { utf8 } from '../../shared/crypto/encoding'
-import { createSelfTestSuite, type SelfTestReport } from '../../shared/crypto/self-test'
-import { AppError } from '../../shared/http/errors'
-import { errorFields, log } from '../../shared/worker/log'
-import { AuditLogStore, type CheckpointRow, type LogMeta } from './audit-log.store'
-import { DEFAULT_LOG_ORIGIN, logKeyRing, logOrigin } from './log-keys'
+} from './merkle'
 
 export const AuditLogEnvSchema = z.object({
   LOG_SIGNING_KEYS: z.string().optional(),
@@ -63,9 +63,8 @@ export interface AuditReceipt {
   leafHash: Uint8Array
 }
 
-/** Refusals are values: an AppError does not cross the RPC boundary as itself. */
-export type Refusal = { ok: false; status: number; code: string; message: string; retryAfter?: number }
-export type Answer<T> = ({ ok: true } & T) | Refusal
+/** Refusals are values (shared/http/errors.ts `AppErrorData`): an AppError does not cross RPC as itself. */
+export type Answer<T> = ({ ok: true } & T) | Refused
 
 export interface CheckpointView {
   origin: string
@@ -83,22 +82,18 @@ export interface EntryView {
 
 const RETRY_CHECKPOINT_MS = 30_000
 
-function refusal(err: unknown): Refusal {
-  if (err instanceof AppError) {
-    const retry = err.headers?.['retry-after']
-    return {
-      ok: false,
-      status: err.status,
-      code: err.code,
-      message: err.message,
-      ...(retry ? { retryAfter: Number(retry) } : {}),
-    }
-  }
-  return { ok: false, status: 500, code: 'audit_log_failed', message: 'The audit log failed; retry shortly.' }
+function refusal(err: unknown): Refused {
+  if (err instanceof AppError) return refused(err)
+  return refused(
+    new AppError(500, 'audit_log_failed', 'The audit log failed; retry shortly.', {
+      internalMessage: describeError(err),
+      cause: err,
+    }),
+  )
 }
 
-function refuse(status: number, code: string, message: string): Refusal {
-  return { ok: false, status, code, message }
+function refuse(status: number, code: string, message: string): Refused {
+  return refused(new AppError(status, code, message))
 }
 
 function view(row: CheckpointRow, origin: string): CheckpointView {
@@ -132,7 +127,7 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
   }
 
   /** Fixes the log's identity at first use; afterwards every call must name the same tenant. */
-  private identify(tenantId: string | null): LogMeta | Refusal {
+  private identify(tenantId: string | null): LogMeta | Refused {
     if (this.logMeta) {
       if (this.logMeta.tenantId !== tenantId) {
         return refuse(500, 'audit_log_mismatch', 'This audit log belongs to another tenant.')
@@ -292,7 +287,7 @@ export class AuditLog extends DurableObject<AuditLogEnv> {
   }
 
   /** The signed checkpoint that covers `index` (or exactly `treeSize`), signing one when none does yet. */
-  private async covering(index: number, treeSize: number | null): Promise<CheckpointRow | Refusal> {
+  private async covering(index: number, treeSize: number | null): Promise<CheckpointRow | Refused> {
     if (treeSize !== null) {
       const row = this.store.checkpointAt(treeSize)
       if (!row) {

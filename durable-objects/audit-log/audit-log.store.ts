@@ -13,7 +13,7 @@
  * | due_work    | what the single alarm must do and when (checkpoint, self_test)                  |
  */
 import { z } from 'zod'
-import type { PerfectNodes } from '../../shared/audit/merkle'
+import type { PerfectNodes } from './merkle'
 
 export const SCHEMA_VERSION = 1
 

@@ -16,8 +16,8 @@
  *   ciphertext (a backup, a freed SQLite page) can be opened, whoever holds the KEK.
  */
 import { base64urlDecode, base64urlEncode } from '../../shared/crypto/encoding'
-import { generateKeyringEntry, type Keyring, keyringFromSecret } from '../../shared/crypto/keyring'
 import { AppError } from '../../shared/http/errors'
+import { generateKeyringEntry, type Keyring, keyringFromSecret } from './keyring'
 
 const FORMAT = 'v1'
 const utf8 = new TextEncoder()

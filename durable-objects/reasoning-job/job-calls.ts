@@ -3,8 +3,7 @@
  * mode, principal, role), what a create carries, and the replies. Errors cross RPC as data, because
  * an AppError's class does not survive serialisation; the worker turns them back into AppErrors.
  */
-import { AppError, toAppError } from '../../shared/http/errors'
-import { logServerError } from '../../shared/worker/log'
+import { AppError, type Refused } from '../../shared/http/errors'
 import type { Identity, Mode } from '../../shared/worker/request-context'
 import type { InferenceReceiptResponse } from './inference-receipt'
 import type { JobCreateRequest, ReasoningJob as ReasoningJobRecord } from './job.schemas'
@@ -35,33 +34,10 @@ export interface CreateJobCall {
 }
 
 /** Errors cross RPC as data (an AppError's class does not survive serialisation). */
-export interface JobErrorData {
-  status: number
-  code: string
-  message: string
-  param: string | null
-  headers: Record<string, string>
-  extraBody: Record<string, unknown> | null
-}
 
-export type ReceiptReply =
-  | { ok: true; receipt: InferenceReceiptResponse }
-  | { ok: false; error: JobErrorData }
+export type ReceiptReply = { ok: true; receipt: InferenceReceiptResponse } | Refused
 
-export type JobReply = { ok: true; job: ReasoningJobRecord } | { ok: false; error: JobErrorData }
-
-export function errorData(err: unknown): JobErrorData {
-  const e = toAppError(err)
-  logServerError(e)
-  return {
-    status: e.status,
-    code: e.code,
-    message: e.message,
-    param: e.param,
-    headers: e.headers,
-    extraBody: e.extraBody ?? null,
-  }
-}
+export type JobReply = { ok: true; job: ReasoningJobRecord } | Refused
 
 export function jobNotFound(): AppError {
   return new AppError(

@@ -10,9 +10,6 @@
 import { AppError } from '../../shared/http/errors'
 import { type MeterGrant, openMeter, outcomeStatus } from '../../shared/metering'
 import { actionRequiredError, checkFeatureAccess, resolvePlan } from '../../shared/plans'
-import { openQpuProvider } from '../../shared/quantum/providers/ionq-v03'
-import { managedAccount, openQpuAccount } from '../../shared/quantum/providers/provider-accounts'
-import type { QpuClaim, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import { isTerminal } from './job.schemas'
 import { type JobHost, RETRY_SIDE_WORK_MS } from './job-host'
 import { candidateScores, finishClassical, finishSelection, recordSelectionEvidence } from './job-selection'
@@ -31,6 +28,9 @@ import {
   submitted as submittedAttempt,
   unreachable as unreachableAttempt,
 } from './qpu-attempt'
+import { openQpuProvider } from './quantum/providers/ionq-v03'
+import { managedAccount, openQpuAccount } from './quantum/providers/provider-accounts'
+import type { QpuClaim, QpuOutcome, QpuQueueMessage } from './quantum/qpu-queue'
 import {
   buildSelectionCircuit,
   candidateFrequencies,
@@ -428,7 +428,7 @@ export class JobQpu {
     this.store.schedule('qpu_settle', this.host.now())
   }
 
-  // --- the QPU port's callbacks (shared/quantum/qpu-queue.ts): what the queue consumer reports ----
+  // --- the QPU port's callbacks (durable-objects/reasoning-job/quantum/qpu-queue.ts): what the queue consumer reports ----
 
   claim(attemptId: string): QpuClaim {
     const record = this.attempts.record()

@@ -7,6 +7,7 @@
 import { sha256Hex } from '../../shared/crypto/digests'
 import { base64Encode } from '../../shared/crypto/encoding'
 import { AppError } from '../../shared/http/errors'
+import { refused } from '../../shared/worker/log'
 import { appendAuditEvent } from '../audit-log/audit-client'
 import {
   RECEIPT_SIGNING_ALGORITHM,
@@ -17,7 +18,7 @@ import {
   signReceipt,
 } from './inference-receipt'
 import { isTerminal, SCORING_METHOD_OF } from './job.schemas'
-import { errorData, type JobCaller, jobNotFound, type ReceiptReply, visibleTo } from './job-calls'
+import { type JobCaller, jobNotFound, type ReceiptReply, visibleTo } from './job-calls'
 import type { JobContent } from './job-content'
 import { iso, type JobHost } from './job-host'
 import type { JobViews } from './job-view'
@@ -117,20 +118,17 @@ export class JobReceipts {
   read(caller: JobCaller, jwksUrl: string): ReceiptReply {
     const { store } = this.host
     const job = store.job()
-    if (!job || !visibleTo(job, caller)) return { ok: false, error: errorData(jobNotFound()) }
+    if (!job || !visibleTo(job, caller)) return refused(jobNotFound())
     const receipt = store.receipt()
     if (job.receipt_id === null || !receipt?.envelope_json || !receipt.log_json) {
-      return {
-        ok: false,
-        error: errorData(
-          new AppError(
-            404,
-            'receipt_not_issued',
-            `This job has no inference receipt ${isTerminal(job.status) ? 'yet' : 'until it completes'}: receipts are issued for completed and classical_fallback jobs, moments after they finish (the job's inference_receipt_id names it then).`,
-            { param: 'jobId' },
-          ),
+      return refused(
+        new AppError(
+          404,
+          'receipt_not_issued',
+          `This job has no inference receipt ${isTerminal(job.status) ? 'yet' : 'until it completes'}: receipts are issued for completed and classical_fallback jobs, moments after they finish (the job's inference_receipt_id names it then).`,
+          { param: 'jobId' },
         ),
-      }
+      )
     }
     return {
       ok: true,

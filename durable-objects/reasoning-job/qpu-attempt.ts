@@ -13,7 +13,7 @@
  * so one attempt never makes two provider jobs. Everything after the provider job id is known is
  * an idempotent read: the first outcome recorded wins, later ones are ignored.
  */
-import type { QpuClaim, QpuOutcome, QpuSubmission } from '../../shared/quantum/qpu-queue'
+import type { QpuClaim, QpuOutcome, QpuSubmission } from './quantum/qpu-queue'
 
 export const QPU_LEASE_MS = 20_000
 /** How long a lost submission may take to show in the provider's job list before it counts as missing. */

@@ -7,9 +7,9 @@
  */
 import { z } from 'zod'
 import { MeterGrantSchema } from '../../shared/metering/metering.schemas'
-import { QpuSubmissionSchema } from '../../shared/quantum/qpu-queue'
 import { parseStoredRows, type StoredRow } from '../stored-rows'
 import type { QpuAttempt } from './qpu-attempt'
+import { QpuSubmissionSchema } from './quantum/qpu-queue'
 
 const DDL = `CREATE TABLE IF NOT EXISTS qpu_attempt (
   id INTEGER PRIMARY KEY CHECK (id = 1),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SimulatorLimitError } from '../../shared/quantum/statevector'
+import { SimulatorLimitError } from './quantum/statevector'
 import {
   frequenciesToCounts,
   readSelection,

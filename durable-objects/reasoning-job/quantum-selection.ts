@@ -2,7 +2,7 @@
  * The quantum selector's arithmetic (docs/quantum-selector.md): the selection circuit for a job's
  * candidate scores, and the selection read from measured shots.
  *
- * - The circuit: one qubit per candidate, XY-mixer QAOA from the W state (shared/quantum/qaoa.ts)
+ * - The circuit: one qubit per candidate, XY-mixer QAOA from the W state (durable-objects/reasoning-job/quantum/qaoa.ts)
  *   on the scores normalised to [0, 1], angles found classically against the simulator.
  * - The outcome: the most frequent bitstring among the shots (ties to the smaller integer). A
  *   one-hot string selects its candidate; anything else (no bit, several bits: noise on hardware)
@@ -16,15 +16,11 @@
  * Selecting the largest of N numbers is classically trivial: this selector demonstrates the whole
  * hardware path faithfully; the classical argmax is always computed and recorded beside it.
  */
-import type { IonqCircuit } from '../../shared/quantum/ionq-circuit'
-import { optimiseAngles, type QaoaOptimisation, selectionCircuit } from '../../shared/quantum/qaoa'
-import { isOneHot, normaliseScores, oneHotIndex } from '../../shared/quantum/qubo'
-import { SeededRandom, sampleShots } from '../../shared/quantum/shot-sampler'
-import {
-  DEFAULT_SIMULATOR_BOUNDS,
-  type SimulatorBounds,
-  simulateCircuit,
-} from '../../shared/quantum/statevector'
+import type { IonqCircuit } from './quantum/ionq-circuit'
+import { optimiseAngles, type QaoaOptimisation, selectionCircuit } from './quantum/qaoa'
+import { isOneHot, normaliseScores, oneHotIndex } from './quantum/qubo'
+import { SeededRandom, sampleShots } from './quantum/shot-sampler'
+import { DEFAULT_SIMULATOR_BOUNDS, type SimulatorBounds, simulateCircuit } from './quantum/statevector'
 
 export const DEFAULT_SHOTS = 1000
 export const QAOA_LAYERS = 3

@@ -5,13 +5,13 @@
 import type { DatabaseEnv } from '../../shared/db/client'
 import type { RateLimiterNamespace } from '../../shared/metering'
 import type { PlanCatalogEnv } from '../../shared/plans'
-import type { QpuAccountEnv } from '../../shared/quantum/providers/provider-accounts'
-import type { QpuQueueMessage } from '../../shared/quantum/qpu-queue'
 import type { AuditLogNamespace } from '../audit-log/audit-client'
 import type { RunQueueNamespace } from '../reasoning-run-queue/run-queue.protocol'
 import type { DocumentSigner } from './inference-receipt'
 import type { ReasoningSettingsEnv } from './job-settings'
 import type { QpuSettingsEnv } from './qpu-settings'
+import type { QpuAccountEnv } from './quantum/providers/provider-accounts'
+import type { QpuQueueMessage } from './quantum/qpu-queue'
 
 export type ReasoningJobEnv = ReasoningSettingsEnv &
   QpuSettingsEnv &

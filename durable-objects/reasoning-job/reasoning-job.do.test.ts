@@ -465,7 +465,7 @@ describe('inference receipts', () => {
       start: audit_log.index,
       end: audit_log.index + 1,
     })
-    if (!read.ok) throw new Error(read.message)
+    if (!read.ok) throw new Error(read.error.message)
     const entry = JSON.parse(read.entries[0]!.entry) as { event: Record<string, unknown> }
     expect(entry.event).toMatchObject({
       kind: 'inference_receipt.issued',
@@ -509,7 +509,7 @@ describe('inference receipts', () => {
       kinds: ['inference_receipt.issued'],
       limit: 100,
     })
-    if (!kinds.ok) throw new Error(kinds.message)
+    if (!kinds.ok) throw new Error(kinds.error.message)
     const ours = kinds.entries.filter((e) => e.entry.includes(job.inference_receipt_id!))
     expect(ours).toHaveLength(1)
   })

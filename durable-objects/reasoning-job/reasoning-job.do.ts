@@ -38,15 +38,13 @@ import { DurableObject } from 'cloudflare:workers'
 import { AppError } from '../../shared/http/errors'
 import { estimateCostUnits } from '../../shared/metering'
 import { resolvePlan } from '../../shared/plans'
-import type { QpuClaim, QpuJobPort, QpuOutcome } from '../../shared/quantum/qpu-queue'
-import { errorFields, log } from '../../shared/worker/log'
+import { errorFields, log, refused } from '../../shared/worker/log'
 import { isTestMode, principalId } from '../../shared/worker/request-context'
 import type { RunSlotHolder, SlotAnswer } from '../reasoning-run-queue/run-queue.protocol'
 import { isTerminal, type ReasoningJob as ReasoningJobRecord } from './job.schemas'
 import {
   type CreateJobCall,
   canManageJobs,
-  errorData,
   type JobCaller,
   type JobReply,
   jobNotFound,
@@ -65,6 +63,7 @@ import { JobSteps } from './job-steps'
 import { JobViews } from './job-view'
 import { QpuStore } from './qpu.store'
 import { qpuSettingsFromEnv } from './qpu-settings'
+import type { QpuClaim, QpuJobPort, QpuOutcome } from './quantum/qpu-queue'
 import type { ReasoningJobEnv } from './reasoning-job.context'
 import { type DueWorkKind, type JobChange, type JobRow, JobStore } from './reasoning-job.store'
 
@@ -157,11 +156,11 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
   async create(call: CreateJobCall): Promise<JobReply> {
     const existing = this.store.job()
     if (existing) {
-      if (!visibleTo(existing, call.identity)) return { ok: false, error: errorData(jobNotFound()) }
+      if (!visibleTo(existing, call.identity)) return refused(jobNotFound())
       try {
         return { ok: true, job: await this.answer(existing) }
       } catch (err) {
-        return { ok: false, error: errorData(err) }
+        return refused(err)
       }
     }
     this.creating ??= this.createNew(call).finally(() => {
@@ -172,11 +171,11 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
 
   async get(caller: JobCaller): Promise<JobReply> {
     const job = this.store.job()
-    if (!job || !visibleTo(job, caller)) return { ok: false, error: errorData(jobNotFound()) }
+    if (!job || !visibleTo(job, caller)) return refused(jobNotFound())
     try {
       return { ok: true, job: await this.answer(job) }
     } catch (err) {
-      return { ok: false, error: errorData(err) }
+      return refused(err)
     }
   }
 
@@ -221,7 +220,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       if (!after) throw new Error('the job row vanished')
       return { ok: true, job: await this.answer(after) }
     } catch (err) {
-      return { ok: false, error: errorData(err) }
+      return refused(err)
     }
   }
 
@@ -240,7 +239,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
     return this.runSlot.granted(jobId)
   }
 
-  // --- the QPU port (shared/quantum/qpu-queue.ts): what the queue consumer calls ------------------
+  // --- the QPU port (durable-objects/reasoning-job/quantum/qpu-queue.ts): what the queue consumer calls ------------------
 
   async qpuClaim(attemptId: string): Promise<QpuClaim> {
     return this.hardware.claim(attemptId)
@@ -325,7 +324,7 @@ export class ReasoningJob extends DurableObject<ReasoningJobEnv> implements QpuJ
       if (!job) throw new Error('the job was not stored')
       return { ok: true, job: await this.answer(job) }
     } catch (err) {
-      return { ok: false, error: errorData(err) }
+      return refused(err)
     }
   }
 

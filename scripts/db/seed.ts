@@ -12,7 +12,6 @@ import WebSocket from 'ws'
 import { z } from 'zod'
 import { apiKeySuffix, generateApiKey, hashApiKey } from '../../shared/auth/api-keys'
 import { createServiceAccount } from '../../shared/auth/service-accounts'
-import { generatePassword } from '../../shared/auth/user-passwords'
 import { hashPassword } from '../../shared/crypto/password'
 import {
   type DatabaseEnv,
@@ -22,6 +21,7 @@ import {
   useWebSocketConstructor,
 } from '../../shared/db/client'
 import { PLAN_CATALOG } from '../../shared/plans/plan-catalog'
+import { generatePassword } from './user-passwords'
 
 // Reference rows for the plan catalog, derived from it (limits live in the versioned catalog).
 const PLAN_REFERENCE = {

@@ -20,6 +20,7 @@
 import { z } from 'zod'
 import { AUDIENCES, type Audience } from '../db/schema'
 import { AppError } from '../http/errors'
+import { describeIssues } from '../http/validation'
 import { base64urlDecode, base64urlEncode, utf8, utf8Decode } from './encoding'
 import {
   createVerificationKeySet,
@@ -150,10 +151,6 @@ export interface SignAccessTokenOptions {
 const unauthorized = (code: string, message: string) =>
   new AppError(401, code, message, { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } })
 
-function describeIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')
-}
-
 function decodeJsonSegment(segment: string, what: string): unknown {
   const bytes = base64urlDecode(segment)
   const text = bytes && utf8Decode(bytes)
@@ -215,7 +212,7 @@ export async function signAccessToken(
       {
         internalMessage: parsed.success
           ? `exp ${parsed.data.exp} is not after iat ${parsed.data.iat}`
-          : describeIssues(parsed.error),
+          : describeIssues(parsed.error, claims, { root: 'the claims' }),
       },
     )
   }
@@ -287,9 +284,13 @@ export async function verifyAccessToken(
   }
   const [headerSegment, payloadSegment, signatureSegment] = segments as [string, string, string]
 
-  const header = HeaderSchema.safeParse(decodeJsonSegment(headerSegment, 'header'))
+  const headerJson = decodeJsonSegment(headerSegment, 'header')
+  const header = HeaderSchema.safeParse(headerJson, { reportInput: true })
   if (!header.success)
-    throw unauthorized('token_malformed', `The token header is invalid: ${describeIssues(header.error)}.`)
+    throw unauthorized(
+      'token_malformed',
+      `The token header is invalid: ${describeIssues(header.error, headerJson, { root: 'the header' })}.`,
+    )
   const { alg, kid, typ, crit } = header.data
   const allowed = options.allowedAlgorithms as readonly string[]
   if (alg.toLowerCase() === 'none') {
@@ -341,11 +342,12 @@ export async function verifyAccessToken(
     throw unauthorized('token_signature_invalid', 'The token signature does not verify.')
   }
 
-  const parsedClaims = VerifiedClaimsSchema.safeParse(decodeJsonSegment(payloadSegment, 'payload'))
+  const claimsJson = decodeJsonSegment(payloadSegment, 'payload')
+  const parsedClaims = VerifiedClaimsSchema.safeParse(claimsJson, { reportInput: true })
   if (!parsedClaims.success) {
     throw unauthorized(
       'token_claims_invalid',
-      `The token claims are invalid: ${describeIssues(parsedClaims.error)}.`,
+      `The token claims are invalid: ${describeIssues(parsedClaims.error, claimsJson, { root: 'the claims' })}.`,
     )
   }
   const claims = parsedClaims.data

@@ -18,6 +18,7 @@
 import { calculateJwkThumbprint } from 'jose'
 import { z } from 'zod'
 import { AppError } from '../http/errors'
+import { describeIssues } from '../http/validation'
 import { base64urlDecode, base64urlEncode, ownBytes, utf8 } from './encoding'
 import {
   isJwsAlgorithm,
@@ -96,10 +97,6 @@ export interface SigningKey extends VerificationKey {
 }
 
 const invalidJwk = (message: string) => new AppError(400, 'invalid_jwk', message, { param: 'jwk' })
-
-function describeIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')
-}
 
 function decodeMember(value: string, member: string, expectedBytes: number): Uint8Array {
   const bytes = base64urlDecode(value)
@@ -261,8 +258,11 @@ export async function generateSigningKey(alg: JwsAlgorithm): Promise<SigningKey>
  * checked with a pairwise consistency test.
  */
 export async function importSigningKey(jwk: unknown): Promise<SigningKey> {
-  const parsed = PrivateJwkSchema.safeParse(jwk)
-  if (!parsed.success) throw invalidJwk(`Private JWK is invalid: ${describeIssues(parsed.error)}`)
+  const parsed = PrivateJwkSchema.safeParse(jwk, { reportInput: true })
+  if (!parsed.success)
+    throw invalidJwk(
+      `Private JWK is invalid: ${describeIssues(parsed.error, jwk, { root: 'the key', showValues: false })}`,
+    )
   const value = parsed.data
   await defaultSelfTestSuite().assertAlgorithm(SELF_TEST_GROUP[value.kty === 'AKP' ? value.alg : 'EdDSA'])
   if (value.kty === 'AKP') {
@@ -291,8 +291,9 @@ export async function importVerificationKey(jwk: unknown): Promise<VerificationK
       'A public JWK must not contain private key material ("priv" or "d"); publish the public part only',
     )
   }
-  const parsed = PublicJwkSchema.safeParse(jwk)
-  if (!parsed.success) throw invalidJwk(`Public JWK is invalid: ${describeIssues(parsed.error)}`)
+  const parsed = PublicJwkSchema.safeParse(jwk, { reportInput: true })
+  if (!parsed.success)
+    throw invalidJwk(`Public JWK is invalid: ${describeIssues(parsed.error, jwk, { root: 'the key' })}`)
   const value = parsed.data
   if (value.kty === 'AKP') {
     const pub = decodeMember(value.pub, 'pub', PUBLIC_KEY_BYTES[value.alg])
@@ -337,8 +338,9 @@ const SUPPORTED_KTY = new Set(['AKP', 'OKP'])
  * `ignored`; a supported entry that is malformed fails the whole set, as do duplicate kids.
  */
 export async function createVerificationKeySet(jwks: unknown): Promise<VerificationKeySet> {
-  const parsed = JwksSchema.safeParse(jwks)
-  if (!parsed.success) throw invalidJwk(`JWKS is invalid: ${describeIssues(parsed.error)}`)
+  const parsed = JwksSchema.safeParse(jwks, { reportInput: true })
+  if (!parsed.success)
+    throw invalidJwk(`JWKS is invalid: ${describeIssues(parsed.error, jwks, { root: 'the key set' })}`)
   const byKid = new Map<string, VerificationKey>()
   const ignored: string[] = []
   for (const [index, entry] of parsed.data.keys.entries()) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AppError, toAppError } from './errors'
+import { AppError, appErrorData, reviveAppError, toAppError } from './errors'
 
 describe('AppError', () => {
   it('renders the OpenAI error shape with the request id', async () => {
@@ -35,5 +35,22 @@ describe('AppError', () => {
         error: { message: 'Slow down.', type: 'rate_limit_error', param: null, code: 'rate_limited' },
       }),
     })
+  })
+})
+
+describe('AppError across RPC', () => {
+  it('crosses as structured-cloneable data and revives as the same public error, internal detail left behind', () => {
+    const original = new AppError(429, 'reasoning_queue_full', 'Too many queued jobs; retry later.', {
+      param: 'model',
+      headers: { 'retry-after': '7' },
+      extraBody: { svc_upgrade: { reason: 'queue_limit', plan: 'team' } },
+      internalMessage: 'queue 12/12',
+    })
+    const data = structuredClone(appErrorData(original))
+    expect(JSON.stringify(data)).not.toContain('queue 12/12')
+    const revived = reviveAppError(data)
+    expect(revived).toBeInstanceOf(AppError)
+    expect(revived.internalMessage).toBeUndefined()
+    expect(revived.toPlain('req-1')).toEqual(original.toPlain('req-1'))
   })
 })

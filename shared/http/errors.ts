@@ -120,3 +120,45 @@ export function toAppError(err: unknown): AppError {
     { internalMessage: internal, cause: err },
   )
 }
+
+/**
+ * An AppError as plain values, the one shape in which it crosses an RPC boundary (a Durable
+ * Object's answer): a returned class instance loses its class and a thrown one arrives as a plain
+ * Error. The internal message and the cause stay on the side that knows them.
+ */
+// Type aliases, not interfaces: workerd's RPC typing keeps only types it can tell are serialisable.
+export type AppErrorData = {
+  status: number
+  code: string
+  message: string
+  param: string | null
+  type: ErrorType
+  headers: Record<string, string>
+  /** The extra body as JSON text: RPC's typing cannot tell that `unknown` values are serialisable. */
+  extraBody: string | null
+}
+
+/** An RPC method's refusal: the same shape from every Durable Object. */
+export type Refused = { ok: false; error: AppErrorData }
+
+export function appErrorData(err: AppError): AppErrorData {
+  return {
+    status: err.status,
+    code: err.code,
+    message: err.message,
+    param: err.param,
+    type: err.type,
+    headers: err.headers,
+    extraBody: err.extraBody === undefined ? null : JSON.stringify(err.extraBody),
+  }
+}
+
+/** The AppError an RPC refusal stands for, as the caller rethrows it. */
+export function reviveAppError(data: AppErrorData): AppError {
+  return new AppError(data.status, data.code, data.message, {
+    param: data.param,
+    type: data.type,
+    headers: data.headers,
+    ...(data.extraBody === null ? {} : { extraBody: JSON.parse(data.extraBody) as Record<string, unknown> }),
+  })
+}

@@ -5,7 +5,6 @@
  * chunks the SSE is written from (`streamAs: 'chunks'`, the agent loop).
  */
 import type { ModelAlias } from '../catalog/model-aliases'
-import { AppError } from '../http/errors'
 import { type ChatChunkSource, readChatChunks, type StreamOutcome } from './chat-chunks'
 import { relayChatStream } from './chat-stream'
 import {
@@ -18,9 +17,9 @@ import {
 } from './chat-wire'
 import {
   BreakerSettingsSchema,
-  MODEL_PROVIDERS_VAR,
   type ProviderRegistry,
   type ProviderTarget,
+  providerNotConfigured,
   RetrySettingsSchema,
   simulatedTargets,
 } from './provider-config'
@@ -97,11 +96,7 @@ function completionText(completion: ChatCompletion): string {
 function targetsFor(input: ChatCompletionInput): readonly ProviderTarget[] {
   if (input.mode === 'test') return simulatedTargets(input.alias)
   if (!input.registry) {
-    throw new AppError(
-      503,
-      'provider_not_configured',
-      `No model provider is configured on this deployment. The operator must set ${MODEL_PROVIDERS_VAR} (see docs/providers.md).`,
-    )
+    throw providerNotConfigured(input.alias)
   }
   return input.registry.targetsFor(input.alias)
 }

@@ -31,7 +31,9 @@ export {
   type ProviderRegistry,
   type ProviderTarget,
   parseProviderConfig,
+  providerNotConfigured,
   providerRegistryFromEnv,
+  requireProvider,
 } from './provider-config'
 export { planSimulatedCompletion, simulateChatCompletion } from './simulated-model'
 export { SseParser, sseData } from './sse'

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { AppError } from '../http/errors'
 import { createChatCompletion } from './chat-completions'
-import { ProviderConfigError, parseProviderConfig, providerRegistryFromEnv } from './provider-config'
+import {
+  ProviderConfigError,
+  parseProviderConfig,
+  providerRegistryFromEnv,
+  requireProvider,
+} from './provider-config'
 import { upstreamRequestBody } from './upstream-client'
 import type { WorkersAiBinding } from './workers-ai'
 
@@ -49,7 +54,7 @@ describe('provider configuration', () => {
     [JSON.stringify({ ...example, version: 2 }), /version/],
     [
       JSON.stringify({ ...example, routes: { 'svc-cell': ['nope'] } }),
-      /routes\.svc-cell\.0: unknown provider "nope"/,
+      /routes\.svc-cell\[0\]: unknown provider "nope"/,
     ],
     [JSON.stringify({ ...example, routes: { 'svc-comb': ['workers-ai'] } }), /has no model for svc-comb/],
     [
@@ -58,7 +63,7 @@ describe('provider configuration', () => {
     ],
     [
       JSON.stringify({ ...example, providers: [{ ...example.providers[0], apiKey: 'sk-inline' }] }),
-      /Unrecognized key/,
+      /providers\[0\] has unknown field apiKey; remove it/,
     ],
     [
       JSON.stringify({
@@ -112,6 +117,33 @@ describe('provider configuration', () => {
       JSON.stringify({ version: 1, providers: [{ ...example.providers[0], reasoningEffort: undefined }] }),
     ).targetsFor('svc-cell')[0]!
     expect(upstreamRequestBody({ ...req, reasoning_effort: 'xhigh' }, defaults).reasoning_effort).toBe('high')
+  })
+})
+
+describe('requireProvider', () => {
+  it('returns the targets of a served alias and one 503 naming the alias otherwise, set or not', () => {
+    const env = { MODEL_PROVIDERS: JSON.stringify(example) }
+    expect(requireProvider(env, 'svc-cell').targets.map((t) => t.provider.id)).toEqual([
+      'workers-ai',
+      'openai',
+    ])
+    for (const [unserved, alias] of [
+      [{}, 'svc-cell'],
+      [env, 'svc-swarm'],
+    ] as const) {
+      let error: unknown
+      try {
+        requireProvider(unserved, alias)
+      } catch (err) {
+        error = err
+      }
+      expect(error).toBeInstanceOf(AppError)
+      expect(error).toMatchObject({
+        status: 503,
+        code: 'provider_not_configured',
+        message: `No model provider is configured for ${alias} on this deployment. The operator must map ${alias} to a provider in MODEL_PROVIDERS (see docs/providers.md); test keys (svc_sk_test_) use the built-in model and need none.`,
+      })
+    }
   })
 })
 

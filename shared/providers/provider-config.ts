@@ -9,6 +9,7 @@
 import { z } from 'zod'
 import { MODEL_ALIASES, type ModelAlias } from '../catalog/model-aliases'
 import { AppError } from '../http/errors'
+import { describeIssues } from '../http/validation'
 import { REASONING_EFFORTS } from './chat-wire'
 
 export const MODEL_PROVIDERS_VAR = 'MODEL_PROVIDERS'
@@ -160,13 +161,6 @@ export class ProviderConfigError extends Error {
   override readonly name = 'ProviderConfigError'
 }
 
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
-    .join('; ')
-}
-
 /** Parses and validates a provider configuration; throws ProviderConfigError with every problem named. */
 export function parseProviderConfig(json: string): ProviderRegistry {
   let raw: unknown
@@ -175,9 +169,11 @@ export function parseProviderConfig(json: string): ProviderRegistry {
   } catch (err) {
     throw new ProviderConfigError(`${MODEL_PROVIDERS_VAR} is not valid JSON (${(err as Error).message})`)
   }
-  const parsed = ProviderConfigSchema.safeParse(raw)
+  const parsed = ProviderConfigSchema.safeParse(raw, { reportInput: true })
   if (!parsed.success) {
-    throw new ProviderConfigError(`${MODEL_PROVIDERS_VAR} is invalid: ${describeIssues(parsed.error)}`)
+    throw new ProviderConfigError(
+      `${MODEL_PROVIDERS_VAR} is invalid: ${describeIssues(parsed.error, raw, { root: 'the configuration', showValues: false })}`,
+    )
   }
   return createRegistry(parsed.data)
 }
@@ -230,4 +226,28 @@ export function providerRegistryFromEnv(env: {
 /** Targets for test mode: only the built-in simulated model. */
 export function simulatedTargets(alias: ModelAlias): readonly ProviderTarget[] {
   return [{ provider: SIMULATED_PROVIDER, upstreamModel: alias, key: `${SIMULATED_PROVIDER.id}/${alias}` }]
+}
+
+/**
+ * The one 503 for a model no provider serves here (every family and the upstream client use it):
+ * names the alias, what the operator must set and that test keys need nothing. `detail` says why
+ * configured targets are unusable (a secret or binding missing).
+ */
+export function providerNotConfigured(alias: string, detail?: string): AppError {
+  return new AppError(
+    503,
+    'provider_not_configured',
+    `No model provider is configured for ${alias} on this deployment${detail ? ` (${detail})` : ''}. The operator must map ${alias} to a provider in ${MODEL_PROVIDERS_VAR} (see docs/providers.md); test keys (svc_sk_test_) use the built-in model and need none.`,
+  )
+}
+
+/** The registry and the failover targets of a live request's alias, or the 503 above. */
+export function requireProvider(
+  env: { readonly [MODEL_PROVIDERS_VAR]?: unknown },
+  alias: ModelAlias,
+): { registry: ProviderRegistry; targets: readonly ProviderTarget[] } {
+  const registry = providerRegistryFromEnv(env)
+  const targets = registry?.targetsFor(alias) ?? []
+  if (!registry || targets.length === 0) throw providerNotConfigured(alias)
+  return { registry, targets }
 }

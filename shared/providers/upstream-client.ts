@@ -25,9 +25,9 @@ import { type ChatCompletion, type ProviderChatRequest, WireErrorBodySchema } fr
 import { type BreakerBoard, type CircuitBreaker, isolateBreakers } from './circuit-breaker'
 import {
   type BreakerSettings,
-  MODEL_PROVIDERS_VAR,
   type OpenAiCompatibleProvider,
   type ProviderTarget,
+  providerNotConfigured,
   type RetrySettings,
 } from './provider-config'
 import { delayBeforeRound, parseRetryAfter, sleep } from './retry-policy'
@@ -395,11 +395,7 @@ export async function sendChatCompletion(
   deps: UpstreamDeps = defaultUpstreamDeps(),
 ): Promise<UpstreamSuccess> {
   if (call.targets.length === 0) {
-    throw new AppError(
-      503,
-      'provider_not_configured',
-      `No model provider is configured for ${call.alias}. The operator must map ${call.alias} to a provider in ${MODEL_PROVIDERS_VAR}.`,
-    )
+    throw providerNotConfigured(call.alias)
   }
   const attempts: UpstreamAttempt[] = []
   let candidates: readonly ProviderTarget[] = call.targets
@@ -482,11 +478,7 @@ export async function sendChatCompletion(
   }
 
   if (attempts.every((a) => a.outcome === 'not_configured')) {
-    throw new AppError(
-      503,
-      'provider_not_configured',
-      `No usable model provider is configured for ${call.alias}: ${summarize(attempts)}. The operator must set the missing configuration.`,
-    )
+    throw providerNotConfigured(call.alias, summarize(attempts))
   }
   const waits = attempts.map((a) => a.retryAfterMs).filter((ms): ms is number => ms !== null)
   const headers: Record<string, string> = {}

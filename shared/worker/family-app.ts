@@ -30,6 +30,14 @@ export interface FamilyEnv<Bindings extends object> {
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 const DEFAULT_MAX_BODY = 64 * 1024
 
+/** What a problem with the whole input is about, by the part of the request validated. */
+const ROOT_NAMES: Record<string, string> = {
+  json: 'the request body',
+  query: 'the query string',
+  param: 'the path',
+  header: 'the headers',
+}
+
 async function inputOf(c: Context, target: string): Promise<unknown> {
   if (target === 'json') return c.req.json().catch(() => undefined)
   if (target === 'query') return c.req.query()
@@ -56,7 +64,10 @@ export function createFamilyApp<Bindings extends object>(options: FamilyAppOptio
   const rawBodyPrefixes = options.rawBodyPrefixes ?? []
   const app = new OpenAPIHono<FamilyEnv<Bindings>>({
     defaultHook: async (result, c) => {
-      if (!result.success) throw validationError(result.error, await inputOf(c, result.target))
+      if (!result.success)
+        throw validationError(result.error, await inputOf(c, result.target), {
+          root: ROOT_NAMES[result.target],
+        })
     },
   })
 

@@ -6,7 +6,7 @@
  * (`console.error`), the rest to stdout; Workers Logs and `wrangler tail` index both.
  * `detail` is for operators only: it may hold an AppError's internal message, never sent to clients.
  */
-import { AppError } from '../http/errors'
+import { AppError, appErrorData, type Refused, toAppError } from '../http/errors'
 
 export type LogLevel = 'info' | 'warn' | 'error'
 
@@ -52,4 +52,15 @@ export function errorFields(err: unknown): Pick<LogFields, 'code' | 'status' | '
 /** Logs an error the product answers with a 5xx (`server_error`); a 4xx is the client's to fix and is not logged. */
 export function logServerError(err: AppError, fields: LogFields = {}): void {
   if (err.status >= 500) log('error', 'server_error', { ...fields, ...errorFields(err) })
+}
+
+/**
+ * What an RPC method answers instead of throwing: the error as data (shared/http/errors.ts
+ * `AppErrorData`, revived by the caller with `reviveAppError`). A 5xx is logged here, the one side
+ * that still has its internal detail.
+ */
+export function refused(err: unknown, fields: LogFields = {}): Refused {
+  const error = toAppError(err)
+  logServerError(error, fields)
+  return { ok: false, error: appErrorData(error) }
 }

@@ -12,9 +12,9 @@
 import { beforeAll, describe, expect, inject, it } from 'vitest'
 import WebSocket from 'ws'
 import { ensureWorkspace } from '../../scripts/db/seed.ts'
+import { setUserPassword } from '../../scripts/db/user-passwords.ts'
 import { generateApiKey } from '../../shared/auth/api-keys.ts'
 import { SCOPE_NAMES } from '../../shared/auth/scopes.ts'
-import { setUserPassword } from '../../shared/auth/user-passwords.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
 
 const stack = inject('stack')

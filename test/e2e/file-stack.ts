@@ -15,9 +15,9 @@
 import { inject } from 'vitest'
 import WebSocket from 'ws'
 import { ensureWorkspace } from '../../scripts/db/seed.ts'
+import { generatePassword, setUserPassword } from '../../scripts/db/user-passwords.ts'
 import { generateApiKey } from '../../shared/auth/api-keys.ts'
 import { createServiceAccount } from '../../shared/auth/service-accounts.ts'
-import { generatePassword, setUserPassword } from '../../shared/auth/user-passwords.ts'
 import { openDatabase, useWebSocketConstructor } from '../../shared/db/client.ts'
 import type { StackFixture } from './stack.setup.ts'
 

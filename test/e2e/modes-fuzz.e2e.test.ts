@@ -10,7 +10,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { generatePassword, setUserPassword } from '../../shared/auth/user-passwords.ts'
+import { generatePassword, setUserPassword } from '../../scripts/db/user-passwords.ts'
 import { createWorkspace, stack, withDatabase } from './chat-fixtures.ts'
 
 type Mode = 'test' | 'live'

@@ -121,7 +121,7 @@ describe(`web search (${stack.kind})`, () => {
 
   it.each([
     [{}, 'query', 'query is required'],
-    [{ query: '   ' }, 'query', 'query must not be empty or only whitespace'],
+    [{ query: '   ' }, 'query', 'query must not be empty or only whitespace (got "   ")'],
     [{ query: 'x', count: 11 }, 'count', 'count must be an integer from 1 to 10 (got 11); omit it for 5'],
     [{ query: 'x'.repeat(401) }, 'query', 'query must be at most 400 characters (got 401)'],
   ])('answers 400 for %j', async (body, param, message) => {

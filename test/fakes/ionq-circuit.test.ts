@@ -1,12 +1,12 @@
 /**
  * The fake IonQ's own reading and simulation of `ionq.circuit.v0` (ionq-circuit.ts): answers
  * worked out from the gates' definitions in IonQ's documentation, then a differential test
- * against the product's simulator (shared/quantum/statevector.ts). The two share no code, so
+ * against the product's simulator (durable-objects/reasoning-job/quantum/statevector.ts). The two share no code, so
  * where they disagree one of them is wrong about IonQ's gates.
  */
 import { describe, expect, it } from 'vitest'
-import type { CircuitGate } from '../../shared/quantum/ionq-circuit.ts'
-import { simulateCircuit } from '../../shared/quantum/statevector.ts'
+import type { CircuitGate } from '../../durable-objects/reasoning-job/quantum/ionq-circuit.ts'
+import { simulateCircuit } from '../../durable-objects/reasoning-job/quantum/statevector.ts'
 import { IonqInputError, readCircuit, simulate } from './ionq-circuit.ts'
 
 const run = (input: unknown) => Array.from(simulate(readCircuit(input)), (p) => Number(p.toFixed(10)))

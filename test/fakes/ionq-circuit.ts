@@ -2,7 +2,7 @@
  * The fake IonQ's reading of `ionq.circuit.v0` and its simulation, independent of the product:
  * the validation is written from IonQ's public API documentation ("Writing quantum programs",
  * "Native gates"), and the statevector comes from `quantum-circuit` (quantastica, a devDependency),
- * never from shared/quantum/. A product that encodes a circuit wrongly then gets the wrong answer
+ * never from durable-objects/reasoning-job/quantum/. A product that encodes a circuit wrongly then gets the wrong answer
  * from this fake, as it would from IonQ.
  *
  * What IonQ documents, and this file accepts:

@@ -1,11 +1,11 @@
 /**
  * The IonQ v0.3 adapter against the fake provider, over real HTTP: the adapter contract
- * (shared/quantum/providers/qpu-provider.ts) and the fake's fidelity to the wire format.
+ * (durable-objects/reasoning-job/quantum/providers/qpu-provider.ts) and the fake's fidelity to the wire format.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import type { IonqCircuit } from '../../shared/quantum/ionq-circuit.ts'
-import { IonqV03Provider } from '../../shared/quantum/providers/ionq-v03.ts'
-import { QpuProviderError } from '../../shared/quantum/providers/qpu-provider.ts'
+import type { IonqCircuit } from '../../durable-objects/reasoning-job/quantum/ionq-circuit.ts'
+import { IonqV03Provider } from '../../durable-objects/reasoning-job/quantum/providers/ionq-v03.ts'
+import { QpuProviderError } from '../../durable-objects/reasoning-job/quantum/providers/qpu-provider.ts'
 import { type FakeIonq, startFakeIonq } from './ionq-provider.ts'
 
 const KEY = 'ionq-test-key-with-qpu'

@@ -19,13 +19,17 @@ import {
   submitted,
   unreachable,
 } from '../../durable-objects/reasoning-job/qpu-attempt.ts'
+import { IonqV03Provider } from '../../durable-objects/reasoning-job/quantum/providers/ionq-v03.ts'
+import type {
+  QpuJobPort,
+  QpuOutcome,
+  QpuQueueMessage,
+} from '../../durable-objects/reasoning-job/quantum/qpu-queue.ts'
 import {
   handleDeadLetter,
   handleQpuMessage,
   type QueuedMessage,
 } from '../../functions/reasoning/src/qpu-consumer.ts'
-import { IonqV03Provider } from '../../shared/quantum/providers/ionq-v03.ts'
-import type { QpuJobPort, QpuOutcome, QpuQueueMessage } from '../../shared/quantum/qpu-queue.ts'
 import { type FakeIonq, startFakeIonq } from './ionq-provider.ts'
 
 const KEY = 'ionq-queue-test-key'

@@ -1,6 +1,6 @@
 /**
  * An independent Merkle proof verifier for the tests, written from the texts and sharing no code
- * with the product (shared/audit/merkle.ts): hashing with WebCrypto (the product uses
+ * with the product (durable-objects/audit-log/merkle.ts): hashing with WebCrypto (the product uses
  * @noble/hashes), sizes as bigint.
  *
  * - inclusion: RFC 9162 §2.1.3.2, step by step (fn / sn);

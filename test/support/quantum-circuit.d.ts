@@ -1,7 +1,7 @@
 /**
  * The part of the `quantum-circuit` devDependency (an independent simulator, never bundled) that
  * tests and benchmarks use: the fake IonQ provider's simulation (test/fakes/ionq-circuit.ts), the product
- * simulator's cross-check (shared/quantum/statevector.cross-check.test.ts) and bench/quantum-simulator.ts.
+ * simulator's cross-check (durable-objects/reasoning-job/quantum/statevector.cross-check.test.ts) and bench/quantum-simulator.ts.
  */
 declare module 'quantum-circuit' {
   export default class QuantumCircuit {

@@ -22,7 +22,7 @@
  */
 import { z } from 'zod'
 import { AppError } from '../../../shared/http/errors'
-import { firstAnswer } from '../../../shared/http/provider-chain'
+import { firstAnswer } from '../provider-chain'
 import { BuiltinSearchIndex, builtinProvider } from './builtin-index'
 import type { WebSearchRequest, WebSearchResponse } from './search.schemas'
 import {

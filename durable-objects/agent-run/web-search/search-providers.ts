@@ -13,12 +13,7 @@
  * sent (so the key never sits in a request body that a proxy might log).
  */
 import { z } from 'zod'
-import {
-  type FetchFn,
-  fetchProviderJson,
-  ProviderError,
-  type ProviderFailure,
-} from '../../../shared/http/provider-chain'
+import { type FetchFn, fetchProviderJson, ProviderError, type ProviderFailure } from '../provider-chain'
 import type { SearchHit } from './search.schemas'
 
 export type { FetchFn }

@@ -3,7 +3,7 @@
  * The client calls it with its turn credential to run the model's `web_search` tool call.
  */
 import { z } from 'zod'
-import { AppError } from '../../../shared/http/errors'
+import { parseWith } from '../../../shared/http/validation'
 
 export const SEARCH_COUNT = { min: 1, max: 10, default: 5 } as const
 /**
@@ -13,7 +13,7 @@ export const SEARCH_COUNT = { min: 1, max: 10, default: 5 } as const
 export const SEARCH_QUERY_MAX_CHARS = 400
 
 const countRule = (issue: { input?: unknown }) =>
-  `count must be an integer from ${SEARCH_COUNT.min} to ${SEARCH_COUNT.max} (got ${JSON.stringify(issue.input)}); omit it for ${SEARCH_COUNT.default}`
+  `must be an integer from ${SEARCH_COUNT.min} to ${SEARCH_COUNT.max} (got ${JSON.stringify(issue.input)}); omit it for ${SEARCH_COUNT.default}`
 
 /**
  * The one definition of a search request: the route documents it and validates with it, and each
@@ -22,17 +22,12 @@ const countRule = (issue: { input?: unknown }) =>
 export const WebSearchRequestSchema = z.object(
   {
     query: z
-      .string({
-        error: (issue) =>
-          issue.input === undefined
-            ? 'query is required'
-            : `query must be a string (got ${issue.input === null ? 'null' : typeof issue.input})`,
-      })
+      .string()
       .trim()
-      .min(1, { error: 'query must not be empty or only whitespace' })
+      .min(1, { error: 'must not be empty or only whitespace' })
       .max(SEARCH_QUERY_MAX_CHARS, {
         error: (issue) =>
-          `query must be at most ${SEARCH_QUERY_MAX_CHARS} characters (got ${String(issue.input).length})`,
+          `must be at most ${SEARCH_QUERY_MAX_CHARS} characters (got ${String(issue.input).length})`,
       })
       .describe(`What to search for (1-${SEARCH_QUERY_MAX_CHARS} characters after trimming)`),
     count: z
@@ -42,7 +37,7 @@ export const WebSearchRequestSchema = z.object(
       .default(SEARCH_COUNT.default)
       .describe(`Results wanted, ${SEARCH_COUNT.min}-${SEARCH_COUNT.max}`),
   },
-  { error: 'the search request must be a JSON object with a query' },
+  { error: 'must be a JSON object with a query' },
 )
 export type WebSearchRequest = z.infer<typeof WebSearchRequestSchema>
 
@@ -56,11 +51,5 @@ export type WebSearchResponse = z.infer<typeof WebSearchResponseSchema>
 
 /** Validates a web search body with WebSearchRequestSchema; AppError 400 naming the field and the rule. */
 export function parseWebSearchRequest(body: unknown): WebSearchRequest {
-  const parsed = WebSearchRequestSchema.safeParse(body)
-  if (parsed.success) return parsed.data
-  const issue = parsed.error.issues[0]
-  const param = issue && issue.path.length > 0 ? String(issue.path[0]) : null
-  throw new AppError(400, 'invalid_search_request', issue?.message ?? 'the search request is invalid', {
-    param,
-  })
+  return parseWith(WebSearchRequestSchema, body, { code: 'invalid_search_request' })
 }

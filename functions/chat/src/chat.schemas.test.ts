@@ -138,7 +138,7 @@ describe('chat completion request schema', () => {
 
   it('rejects a body that is not an object', () => {
     const err = rejection([1, 2])
-    expect(err.message).toBe('The request body must be a JSON object (got an array of 2 items)')
+    expect(err.message).toBe('the request body must be a JSON object (got an array of 2 items)')
     expect(err.param).toBeNull()
   })
 })

@@ -10,14 +10,13 @@
  *   tool_call_id.
  * - The request object is open (the spec does not close it): unknown top-level fields are
  *   dropped, never forwarded upstream.
- * - Any problem becomes ONE 400 AppError, code `invalid_request_body`, whose message names the
- *   field path, the rule and the value received, and whose `param` is the field path:
- *   "temperature must be between 0 and 2 (got 3.5)".
+ * - A request that breaks rules is one 400 `invalid_request_body` from the one renderer of every
+ *   route (shared/http/validation.ts): each problem as field path, rule and value received,
+ *   "temperature must be between 0 and 2 (got 3.5)", and `param` the first problem's path.
  */
 import { z } from 'zod'
 import { MODEL_ALIASES } from '../../../shared/catalog/model-aliases'
-import { AppError } from '../../../shared/http/errors'
-import { issuePath } from '../../../shared/http/validation'
+import { parseWith } from '../../../shared/http/validation'
 import { CHAT_ROLES, ChatCompletionChunkSchema, REASONING_EFFORTS } from '../../../shared/providers/chat-wire'
 import { isClosedChatCompletionRequest } from './chat-request.validator.generated'
 
@@ -235,90 +234,6 @@ export const CHAT_REQUEST_CHECKED_AFTER: readonly z.ZodType[] = [
 
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>
 
-// ---------------------------------------------------------------------------------------------
-// Validation errors
-
-type Issue = z.core.$ZodIssue
-type RawIssue = z.core.$ZodRawIssue
-
-function ruleFor(issue: RawIssue): string {
-  switch (issue.code) {
-    case 'invalid_type': {
-      if (issue.input === undefined) return 'is required'
-      const expected = String(issue.expected)
-      if (expected === 'int') return 'must be an integer'
-      if (expected === 'object') return issue.path?.length ? 'must be an object' : 'must be a JSON object'
-      if (expected === 'boolean') return 'must be a boolean (true or false)'
-      return `must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}`
-    }
-    case 'too_small': {
-      const min = Number(issue.minimum)
-      if (issue.origin === 'array') return `must contain at least ${min} item${min === 1 ? '' : 's'}`
-      if (issue.origin === 'string') return `must be at least ${min} character${min === 1 ? '' : 's'} long`
-      return `must be ${issue.inclusive === false ? '>' : '>='} ${min}`
-    }
-    case 'too_big': {
-      const max = Number(issue.maximum)
-      if (issue.origin === 'array') return `must contain at most ${max} item${max === 1 ? '' : 's'}`
-      if (issue.origin === 'string') return `must be at most ${max} character${max === 1 ? '' : 's'} long`
-      return `must be ${issue.inclusive === false ? '<' : '<='} ${max}`
-    }
-    case 'invalid_value':
-      return issue.values.length === 1
-        ? `must be ${JSON.stringify(issue.values[0])}`
-        : `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`
-    case 'invalid_format':
-      return issue.format === 'regex'
-        ? `must match ${String(issue.pattern)}`
-        : `must be a valid ${issue.format}`
-    case 'unrecognized_keys':
-      return `has unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.join(', ')}`
-    case 'invalid_union':
-      return issue.discriminator && Array.isArray(issue.options)
-        ? `must be one of ${(issue.options as unknown[]).map((o) => JSON.stringify(o)).join(', ')}`
-        : 'does not match any allowed form'
-    default:
-      return 'is invalid'
-  }
-}
-
-/** Follows a union error into the branch the value was meant for (e.g. a bad content part). */
-function innermost(issue: Issue, basePath: readonly PropertyKey[]): { issue: Issue; path: PropertyKey[] } {
-  const path = [...basePath, ...issue.path]
-  if (issue.code !== 'invalid_union' || issue.discriminator || issue.errors.length === 0)
-    return { issue, path }
-  const meant = issue.errors.find(
-    (branch) => branch.length > 0 && !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0),
-  )
-  const first = meant?.[0]
-  return first ? innermost(first, path) : { issue, path }
-}
-
-function describeValue(value: unknown): string {
-  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : `an array of ${value.length} items`
-  if (value !== null && typeof value === 'object') return 'an object'
-  const text = JSON.stringify(value) ?? String(value)
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text
-}
-
-/** ONE 400 for the first problem: "<path> <rule> (got <value>)", `param` = the path. */
-export function chatRequestError(error: z.ZodError): AppError {
-  const first = error.issues[0]
-  if (!first) return new AppError(400, 'invalid_request_body', 'The request body is invalid.')
-  const { issue, path } = innermost(first, [])
-  let received: unknown = issue.input
-  if (issue.code === 'invalid_union' && issue.discriminator && received && typeof received === 'object') {
-    received = (received as Record<string, unknown>)[issue.discriminator]
-  }
-  const label = path.length === 0 ? 'The request body' : issuePath(path)
-  const missing = issue.code === 'invalid_type' && received === undefined
-  const rule = missing ? 'is required' : issue.message
-  const got = received === undefined ? '' : ` (got ${describeValue(received)})`
-  return new AppError(400, 'invalid_request_body', `${label} ${rule}${got}`, {
-    param: path.length === 0 ? null : issuePath(path),
-  })
-}
-
 /**
  * The common case, decided by the validator generated from this schema (every field valid,
  * nothing to strip, no refinement it cannot express) and the same cross-field rules: the value zod
@@ -337,9 +252,7 @@ export function readClosedChatRequest(body: unknown): ChatCompletionRequest | nu
 export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest {
   const closed = readClosedChatRequest(body)
   if (closed) return closed
-  const result = ChatCompletionRequestSchema.safeParse(body, { reportInput: true, error: ruleFor })
-  if (!result.success) throw chatRequestError(result.error)
-  return result.data
+  return parseWith(ChatCompletionRequestSchema, body)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -104,8 +104,8 @@ describe('chat worker: deployments without a model provider', () => {
     expect(res.status).toBe(503)
     const { error } = (await res.json()) as { error: { code: string; message: string } }
     expect(error.code).toBe('provider_not_configured')
-    expect(error.message).toContain('The operator must set MODEL_PROVIDERS')
-    expect(error.message).toContain('test keys (svc_sk_test_) work without it')
+    expect(error.message).toContain('The operator must map svc-cell to a provider in MODEL_PROVIDERS')
+    expect(error.message).toContain('test keys (svc_sk_test_) use the built-in model')
   })
 
   it('an invalid MODEL_PROVIDERS is an operator error: 503 provider_config_invalid, details only in the log', async () => {

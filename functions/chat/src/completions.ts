@@ -21,9 +21,8 @@
 import type { OpenAPIHono } from '@hono/zod-openapi'
 import { createRoute } from '@hono/zod-openapi'
 import { z } from 'zod'
-import type { ModelAlias } from '../../../shared/catalog/model-aliases'
 import { actionRequiredResponse, errorResponse } from '../../../shared/http/error-body'
-import { AppError, toAppError } from '../../../shared/http/errors'
+import { type AppError, toAppError } from '../../../shared/http/errors'
 import { type MeterGrant, openMeter } from '../../../shared/metering/metering-client'
 import {
   CLIENT_CLOSED_REQUEST,
@@ -40,11 +39,7 @@ import {
   type NormalizedUsage,
   requestedMaxTokens,
 } from '../../../shared/providers/chat-wire'
-import {
-  MODEL_PROVIDERS_VAR,
-  type ProviderRegistry,
-  providerRegistryFromEnv,
-} from '../../../shared/providers/provider-config'
+import { requireProvider } from '../../../shared/providers/provider-config'
 import { countPromptTokens } from '../../../shared/providers/tokenizer'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import {
@@ -101,24 +96,6 @@ function checkpointStream(send: (usage: NormalizedUsage) => Promise<void>, progr
 }
 
 /** Live keys need a configured upstream for the alias; checked before anything is reserved. */
-function liveRegistry(env: ChatEnv, alias: ModelAlias): ProviderRegistry {
-  const registry = providerRegistryFromEnv(env)
-  if (!registry) {
-    throw new AppError(
-      503,
-      'provider_not_configured',
-      `No model provider is configured on this deployment, so live keys cannot be served. The operator must set ${MODEL_PROVIDERS_VAR} (see docs/providers.md); test keys (svc_sk_test_) work without it.`,
-    )
-  }
-  if (registry.targetsFor(alias).length === 0) {
-    throw new AppError(
-      503,
-      'provider_not_configured',
-      `No model provider is configured for ${alias} on this deployment. The operator must map ${alias} to a provider in ${MODEL_PROVIDERS_VAR} (see docs/providers.md).`,
-    )
-  }
-  return registry
-}
 
 function paramFor(decision: UpgradeDecision): string | null {
   switch (decision.reason) {
@@ -213,7 +190,7 @@ export async function completeChat(call: ChatCompletionCall): Promise<ChatComple
     { catalog },
   )
   if (decision) throw actionRequiredError(decision, { param: paramFor(decision), catalog })
-  const registry = mode === 'live' ? liveRegistry(env, request.model) : null
+  const registry = mode === 'live' ? requireProvider(env, request.model).registry : null
 
   const meter = openMeter(env.RATE_LIMITER, identity, 'chat.completions')
   const grant: MeterGrant = await meter.acquire(

@@ -174,7 +174,7 @@ describe('configuration and availability (503)', () => {
     expect(await res.json()).toMatchObject({
       error: {
         code: 'provider_not_configured',
-        message: expect.stringContaining('Use a test key (svc_sk_test_) for the built-in model'),
+        message: expect.stringContaining('test keys (svc_sk_test_) use the built-in model'),
       },
     })
   })

@@ -27,7 +27,7 @@ import {
   type ResolvedPlan,
   resolvePlan,
 } from '../../../shared/plans'
-import { providerRegistryFromEnv } from '../../../shared/providers'
+import { requireProvider } from '../../../shared/providers'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import {
   type Identity,
@@ -91,14 +91,7 @@ export function requireFeature(env: CodeEnv, identity: Identity, feature: PlanFe
 
 /** 503 when a live turn has no model provider for its model (test keys use the built-in model). */
 function checkRuntime(env: CodeEnv, request: TurnRequest, testMode: boolean): void {
-  if (testMode) return
-  const registry = providerRegistryFromEnv(env)
-  if (registry && registry.targetsFor(request.model).length > 0) return
-  throw new AppError(
-    503,
-    'provider_not_configured',
-    `No model provider is configured for ${request.model} on this deployment, so live turns cannot run. Use a test key (svc_sk_test_) for the built-in model, or ask the operator to map ${request.model} in MODEL_PROVIDERS.`,
-  )
+  if (!testMode) requireProvider(env, request.model)
 }
 
 export function turnRoutes(app: OpenAPIHono<FamilyEnv<CodeEnv>>): void {

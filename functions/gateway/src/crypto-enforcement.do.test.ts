@@ -20,7 +20,7 @@ let env = { AUDIT_LOG } as GatewayEnv
 /** The decisions on the tenant's log, oldest first. */
 async function logged(): Promise<{ outcome: string; algorithm: string; request_id: string }[]> {
   const answer = await auditLogOf(AUDIT_LOG, TENANT).entries({ tenantId: TENANT, start: 0, end: 100 })
-  if (!answer.ok) throw new Error(answer.message)
+  if (!answer.ok) throw new Error(answer.error.message)
   return answer.entries.map((e) => JSON.parse(e.entry).event)
 }
 

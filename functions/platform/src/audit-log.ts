@@ -8,12 +8,7 @@
 import { createRoute, type OpenAPIHono, z } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { type AuditLogNamespace, auditLogOf } from '../../../durable-objects/audit-log/audit-client'
-import type {
-  AuditLog,
-  CheckpointView,
-  EntryView,
-  Refusal,
-} from '../../../durable-objects/audit-log/audit-log.do'
+import type { AuditLog, CheckpointView, EntryView } from '../../../durable-objects/audit-log/audit-log.do'
 import {
   DEFAULT_LOG_ORIGIN,
   logKeyRing,
@@ -21,7 +16,7 @@ import {
   logVerifierKeys,
 } from '../../../durable-objects/audit-log/log-keys'
 import { base64Encode } from '../../../shared/crypto/encoding'
-import { AppError } from '../../../shared/http/errors'
+import { AppError, type Refused, reviveAppError } from '../../../shared/http/errors'
 import { type FamilyEnv, identityOf, requireAdmin } from '../../../shared/worker/family-app'
 import { withRequestDatabase } from '../../../shared/worker/request-database'
 import { actorNames } from './actor-names'
@@ -47,10 +42,7 @@ const MAX_ENTRIES = 256
 /** The answer's value, or its refusal as the AppError the client sees. */
 export function unwrap<A extends { ok: boolean }>(answer: A): Extract<A, { ok: true }> {
   if (answer.ok) return answer as Extract<A, { ok: true }>
-  const refusal = answer as unknown as Refusal
-  throw new AppError(refusal.status, refusal.code, refusal.message, {
-    ...(refusal.retryAfter ? { headers: { 'retry-after': String(refusal.retryAfter) } } : {}),
-  })
+  throw reviveAppError((answer as unknown as Refused).error)
 }
 
 export function auditLogNamespace(env: PlatformEnv): AuditLogNamespace {

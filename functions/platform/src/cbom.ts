@@ -84,14 +84,12 @@ const algorithmRef = (id: string) => `crypto/algorithm/${id}`
 const libraryRef = (lib: CryptoLibraryFacts) => `pkg:npm/${lib.name.replace('@', '%40')}@${lib.version}`
 
 /** An SRI integrity value (`sha512-<base64>`) as its algorithm and hex digest; null if malformed. */
-export function integrityHash(
-  integrity: string,
-): { alg: string; digestName: string; content: string } | null {
+export function integrityHash(integrity: string): { alg: string; content: string } | null {
   const m = /^sha(256|384|512)-(.+)$/.exec(integrity)
   if (!m) return null
   const bytes = base64Decode(m[2]!)
   if (!bytes) return null
-  return { alg: `SHA-${m[1]}`, digestName: `sha${m[1]}`, content: bytesToHex(bytes) }
+  return { alg: `SHA-${m[1]}`, content: bytesToHex(bytes) }
 }
 
 export function buildCbom(inputs: CbomInputs): Record<string, unknown> {

@@ -88,8 +88,8 @@ export const VECTOR_SETS: readonly VectorSet[] = [
     revision: 'RFC 9162 §2.1; draft-ietf-plants-merkle-tree-certs subtrees',
     cases: 518,
     fixture: 'test/fixtures/merkle/',
-    test: 'shared/audit/merkle.test.ts',
-    implementation: 'shared/audit/merkle.ts (SHA-256: @noble/hashes)',
+    test: 'durable-objects/audit-log/merkle.test.ts',
+    implementation: 'durable-objects/audit-log/merkle.ts (SHA-256: @noble/hashes)',
   },
 ]
 

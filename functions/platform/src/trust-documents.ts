@@ -155,7 +155,12 @@ export function trustDocumentRoutes(app: OpenAPIHono<FamilyEnv<PlatformEnv>>): v
       ...BUILD_FACTS.libraries.flatMap((lib) => {
         const hash = integrityHash(lib.integrity)
         return hash
-          ? [{ name: `pkg:npm/${lib.name}@${lib.version}`, digest: { [hash.digestName]: hash.content } }]
+          ? [
+              {
+                name: `pkg:npm/${lib.name}@${lib.version}`,
+                digest: { [hash.alg.replace('SHA-', 'sha')]: hash.content },
+              },
+            ]
           : []
       }),
     ]

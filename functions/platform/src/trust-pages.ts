@@ -103,7 +103,7 @@ function entropyDocument() {
         from: CSPRNG,
         code: 'shared/auth/opaque-credentials.ts',
       },
-      { what: 'Generated user passwords', bits: 256, from: CSPRNG, code: 'shared/auth/user-passwords.ts' },
+      { what: 'Generated user passwords', bits: 256, from: CSPRNG, code: 'scripts/db/user-passwords.ts' },
       { what: 'Argon2id password salts', bits: 128, from: CSPRNG, code: 'shared/crypto/password.ts' },
       {
         what: 'ML-DSA signing keys (token and checkpoint keys)',

@@ -11,7 +11,7 @@ export default class ReasoningWorker extends FamilyEntrypoint<ReasoningEnv> {
 
   /** The QPU queue and its dead-letter queue (qpu-queue-handler.ts). */
   override async queue(batch: MessageBatch<unknown>): Promise<void> {
-    // The consumer drives the QPU port of the job objects (shared/quantum/qpu-queue.ts).
+    // The consumer drives the QPU port of the job objects (durable-objects/reasoning-job/quantum/qpu-queue.ts).
     await handleQpuBatch(batch, this.env as unknown as QpuQueueEnv)
   }
 }

@@ -33,6 +33,7 @@ import {
   type ReceiptReply,
 } from '../../../durable-objects/reasoning-job/job-calls'
 import { reasoningSettingsFromEnv } from '../../../durable-objects/reasoning-job/job-settings'
+import { getConnection } from '../../../durable-objects/reasoning-job/quantum/providers/provider-connections.store'
 import type { ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import { runQueueName } from '../../../durable-objects/reasoning-run-queue/run-queue.protocol'
 import {
@@ -40,7 +41,7 @@ import {
   actionRequiredResponse,
   errorResponse,
 } from '../../../shared/http/error-body'
-import { AppError } from '../../../shared/http/errors'
+import { AppError, reviveAppError } from '../../../shared/http/errors'
 import { UUID } from '../../../shared/http/uuid'
 import { parseWith } from '../../../shared/http/validation'
 import {
@@ -50,8 +51,7 @@ import {
   type ResolvedPlan,
   resolvePlan,
 } from '../../../shared/plans'
-import { providerRegistryFromEnv } from '../../../shared/providers'
-import { getConnection } from '../../../shared/quantum/providers/provider-connections.store'
+import { requireProvider } from '../../../shared/providers'
 import type { FamilyEnv } from '../../../shared/worker/family-app'
 import {
   type Identity,
@@ -139,13 +139,8 @@ async function callJob<R = JobReply>(work: () => Promise<R>): Promise<R> {
   }
 }
 
-function refused(error: Extract<JobReply, { ok: false }>['error']): AppError {
-  const { status, code, message, param, headers, extraBody } = error
-  return new AppError(status, code, message, { param, headers, ...(extraBody ? { extraBody } : {}) })
-}
-
 function answer(reply: JobReply) {
-  if (!reply.ok) throw refused(reply.error)
+  if (!reply.ok) throw reviveAppError(reply.error)
   return reply.job
 }
 
@@ -290,16 +285,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
       )
     }
     await checkProviderConnection(c, identity, request)
-    if (!isTestMode(identity)) {
-      const registry = providerRegistryFromEnv(c.env)
-      if (!registry || registry.targetsFor(request.model).length === 0) {
-        throw new AppError(
-          503,
-          'provider_not_configured',
-          `No model provider is configured for ${request.model} on this deployment, so live jobs cannot run. Use a test key (svc_sk_test_) for the built-in model, or ask the operator to map ${request.model} in MODEL_PROVIDERS.`,
-        )
-      }
-    }
+    if (!isTestMode(identity)) requireProvider(c.env, request.model)
     const hash = requestHash(request, identity.mode)
     const claim = await withRequestDatabase(c, 'reasoning', (db) =>
       claimIdempotencyKey(db, { scope: scopeOf(identity), key, requestHash: hash, ...resolved }),
@@ -338,7 +324,10 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
   )
   app.get('/svc/quantum-reasoning/jobs', async (c) => {
     const identity = callerOf(c)
-    const query = parseWith(JobListQuerySchema, c.req.query(), 'invalid_query')
+    const query = parseWith(JobListQuerySchema, c.req.query(), {
+      code: 'invalid_query',
+      root: 'the query string',
+    })
     const { plan } = resolvePlan(c.env, identity.planId)
     const page = await withRequestDatabase(c, 'reasoning', async (db) => ({
       ...(await readJobPage(db, scopeOf(identity), query)),
@@ -398,7 +387,7 @@ export function jobRoutes(app: OpenAPIHono<FamilyEnv<ReasoningEnv>>): void {
           jwksUrl,
         )) as ReceiptReply,
     )
-    if (!reply.ok) throw refused(reply.error)
+    if (!reply.ok) throw reviveAppError(reply.error)
     return c.json(reply.receipt, 200)
   })
 

@@ -5,9 +5,9 @@
  */
 import { eq } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
+import { openConnectionAccount } from '../../../durable-objects/reasoning-job/quantum/providers/provider-connections.store'
+import { generateCredentialKey } from '../../../durable-objects/reasoning-job/quantum/providers/provider-credentials'
 import { qpuProviderConnections } from '../../../shared/db/schema'
-import { openConnectionAccount } from '../../../shared/quantum/providers/provider-connections.store'
-import { generateCredentialKey } from '../../../shared/quantum/providers/provider-credentials'
 import type { Identity } from '../../../shared/worker/request-context'
 import { createTenant, databaseEnv, withTestDatabase } from '../../../test/unit/database'
 import { apiKeyIdentity, callFamily } from '../../../test/unit/family-call'

@@ -1,6 +1,6 @@
 /** zod schemas of the provider connections API (the OpenAPI document is generated from these). */
 import { z } from '@hono/zod-openapi'
-import { PROVIDER_KINDS } from '../../../shared/quantum/providers/qpu-provider'
+import { PROVIDER_KINDS } from '../../../durable-objects/reasoning-job/quantum/providers/qpu-provider'
 
 /** IonQ's targets a connection may run real-hardware jobs on (or its simulator). */
 export const IONQ_CONNECTION_TARGETS = [

@@ -3,7 +3,7 @@
  * tenant's reasoning jobs that name it (`provider_connection_id`). Create, list, read, test and
  * delete; owners and admins only (a member gets 403); every query scoped by the caller's tenant
  * and mode (another tenant's or mode's id is 404, a name is taken per mode). The API key is encrypted at rest
- * (shared/quantum/providers/provider-credentials.ts) and never returned. Creation and deletion are
+ * (durable-objects/reasoning-job/quantum/providers/provider-credentials.ts) and never returned. Creation and deletion are
  * in the tenant's audit log (`provider_connection.changed`) before they are acknowledged. The base
  * URL must be one the deployment allows (QPU_PROVIDER_BASE_URLS), so a connection cannot point the
  * workers at an arbitrary host.
@@ -12,24 +12,24 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi'
 import { and, eq } from 'drizzle-orm'
 import type { Context } from 'hono'
 import { type AuditLogNamespace, appendAuditEvent } from '../../../durable-objects/audit-log/audit-client'
-import type { DatabaseEnv } from '../../../shared/db/client'
-import { qpuProviderConnections } from '../../../shared/db/schema'
-import { errorResponse } from '../../../shared/http/error-body'
-import { AppError } from '../../../shared/http/errors'
-import { UUID } from '../../../shared/http/uuid'
-import { openQpuProvider } from '../../../shared/quantum/providers/ionq-v03'
+import { openQpuProvider } from '../../../durable-objects/reasoning-job/quantum/providers/ionq-v03'
 import {
   connectionsOf,
   getConnection,
   listConnections,
   type ProviderConnectionRow,
-} from '../../../shared/quantum/providers/provider-connections.store'
+} from '../../../durable-objects/reasoning-job/quantum/providers/provider-connections.store'
 import {
   credentialKeyring,
   decryptCredential,
   encryptCredential,
-} from '../../../shared/quantum/providers/provider-credentials'
-import { QpuProviderError } from '../../../shared/quantum/providers/qpu-provider'
+} from '../../../durable-objects/reasoning-job/quantum/providers/provider-credentials'
+import { QpuProviderError } from '../../../durable-objects/reasoning-job/quantum/providers/qpu-provider'
+import type { DatabaseEnv } from '../../../shared/db/client'
+import { qpuProviderConnections } from '../../../shared/db/schema'
+import { errorResponse } from '../../../shared/http/error-body'
+import { AppError } from '../../../shared/http/errors'
+import { UUID } from '../../../shared/http/uuid'
 import { type FamilyEnv, requireAdmin } from '../../../shared/worker/family-app'
 import { actorOf, type Identity, scopeOf } from '../../../shared/worker/request-context'
 import { withRequestDatabase } from '../../../shared/worker/request-database'

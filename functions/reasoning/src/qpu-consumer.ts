@@ -1,6 +1,6 @@
 /**
  * The QPU queue consumer (docs/quantum-selector.md, "The queue"): for each message it asks the
- * job's object what the attempt needs (shared/quantum/qpu-queue.ts), then talks to the provider:
+ * job's object what the attempt needs (durable-objects/reasoning-job/quantum/qpu-queue.ts), then talks to the provider:
  *
  * - submit: look the attempt up at the provider by our metadata, create the provider job only if
  *   none exists, record its id on the job, then poll;
@@ -14,19 +14,19 @@
  *   from its alarm; the message is acknowledged, never resent blindly;
  * - a permanent refusal (credentials, validation): the attempt fails with the provider's reason.
  */
-import { openQpuProvider } from '../../../shared/quantum/providers/ionq-v03'
+import { openQpuProvider } from '../../../durable-objects/reasoning-job/quantum/providers/ionq-v03'
 import {
   isTerminalProviderStatus,
   type ProviderAccount,
   type QpuProvider,
   QpuProviderError,
-} from '../../../shared/quantum/providers/qpu-provider'
+} from '../../../durable-objects/reasoning-job/quantum/providers/qpu-provider'
 import {
   type QpuAccountRef,
   type QpuJobPort,
   type QpuQueueMessage,
   QpuQueueMessageSchema,
-} from '../../../shared/quantum/qpu-queue'
+} from '../../../durable-objects/reasoning-job/quantum/qpu-queue'
 import { errorFields, log } from '../../../shared/worker/log'
 
 /** What the consumer needs from a queue message (Cloudflare's `Message`). */

@@ -2,11 +2,14 @@
  * The reasoning worker's `queue()` entry: the QPU queue and its dead-letter queue (wrangler.toml),
  * wired to the consumer (qpu-consumer.ts) with this deployment's accounts: the platform's own
  * (QPU_IONQ_*) for managed_qpu, a tenant's connection (decrypted from Postgres) for byopa_managed
- * (shared/quantum/providers/provider-accounts.ts).
+ * (durable-objects/reasoning-job/quantum/providers/provider-accounts.ts).
  */
 import { type QpuSettingsEnv, qpuSettingsFromEnv } from '../../../durable-objects/reasoning-job/qpu-settings'
-import { openQpuAccount, type QpuAccountEnv } from '../../../shared/quantum/providers/provider-accounts'
-import type { QpuJobPort, QpuQueueMessage } from '../../../shared/quantum/qpu-queue'
+import {
+  openQpuAccount,
+  type QpuAccountEnv,
+} from '../../../durable-objects/reasoning-job/quantum/providers/provider-accounts'
+import type { QpuJobPort, QpuQueueMessage } from '../../../durable-objects/reasoning-job/quantum/qpu-queue'
 import { handleDeadLetter, handleQpuMessage } from './qpu-consumer'
 
 export const QPU_DEAD_LETTER_QUEUE_NAME = 'svc-qpu-submissions-dlq'

@@ -13,6 +13,8 @@ import {
   type ReasoningJob as JobRecord,
   ReasoningJobSchema,
 } from '../../../durable-objects/reasoning-job/job.schemas'
+import { openQpuAccount } from '../../../durable-objects/reasoning-job/quantum/providers/provider-accounts'
+import type { QpuJobPort, QpuQueueMessage } from '../../../durable-objects/reasoning-job/quantum/qpu-queue'
 import type { ReasoningJob } from '../../../durable-objects/reasoning-job/reasoning-job.do'
 import {
   createJob,
@@ -30,8 +32,6 @@ import {
 } from '../../../durable-objects/reasoning-job/reasoning-job.do-fixtures'
 import { openMeter } from '../../../shared/metering'
 import { resolvePlan } from '../../../shared/plans'
-import { openQpuAccount } from '../../../shared/quantum/providers/provider-accounts'
-import type { QpuJobPort, QpuQueueMessage } from '../../../shared/quantum/qpu-queue'
 import type {} from '../../../test/support/ionq-provider.fixture'
 import { handleDeadLetter, handleQpuMessage, type QueuedMessage } from './qpu-consumer'
 

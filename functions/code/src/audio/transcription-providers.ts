@@ -30,15 +30,15 @@
  * Test mode (a `svc_sk_test_` key) always uses only the built-in TEST_MODE_TRANSCRIBER.
  */
 import { z } from 'zod'
-import { base64Encode } from '../../../../shared/crypto/encoding'
-import { AppError } from '../../../../shared/http/errors'
 import {
   type FetchFn,
   fetchProviderJson,
   firstAnswer,
   ProviderError,
   type ProviderFailure,
-} from '../../../../shared/http/provider-chain'
+} from '../../../../durable-objects/agent-run/provider-chain'
+import { base64Encode } from '../../../../shared/crypto/encoding'
+import { AppError } from '../../../../shared/http/errors'
 
 export type { FetchFn }
 

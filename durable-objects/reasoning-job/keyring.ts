@@ -7,8 +7,8 @@
  * keys). Parsed and imported once per isolate per secret value.
  */
 import { z } from 'zod'
-import type { AppError } from '../http/errors'
-import { base64urlDecode, base64urlEncode } from './encoding'
+import { base64urlDecode, base64urlEncode } from '../../shared/crypto/encoding'
+import type { AppError } from '../../shared/http/errors'
 
 const KeySchema = z.object({
   kid: z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, 'kid: 1-40 letters, digits, - or _'),

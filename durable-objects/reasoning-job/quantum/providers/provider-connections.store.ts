@@ -5,9 +5,9 @@
  * credential decrypted) for that tenant's jobs only.
  */
 import { and, desc, eq } from 'drizzle-orm'
-import type { Drizzle } from '../../db/client'
-import { qpuProviderConnections } from '../../db/schema'
-import type { TenantScope } from '../../worker/request-context'
+import type { Drizzle } from '../../../../shared/db/client'
+import { qpuProviderConnections } from '../../../../shared/db/schema'
+import type { TenantScope } from '../../../../shared/worker/request-context'
 import { credentialKeyring, decryptCredential } from './provider-credentials'
 import type { ProviderAccount, ProviderKind } from './qpu-provider'
 

@@ -12,7 +12,7 @@
  * newest first, until it passes `since`, and compares metadata exactly (docs/quantum-selector.md).
  */
 import { z } from 'zod'
-import { readAnswerTextWithin } from '../../http/bounded-answer'
+import { readAnswerTextWithin } from '../../../../shared/http/bounded-answer'
 import {
   type ProviderAccount,
   type ProviderJob,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AppError } from '../http/errors'
+import { AppError } from '../../shared/http/errors'
 import { checkNewPassword, generatePassword, MIN_PASSWORD_LENGTH } from './user-passwords'
 
 function refusal(password: string): AppError {

@@ -1,9 +1,38 @@
+/**
+ * setUserPassword against Postgres: PGlite with every migration applied, as `npm run db:migrate`
+ * applies them (statement by statement, in order), through drizzle.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
 import { eq } from 'drizzle-orm'
-import { describe, expect, it } from 'vitest'
-import { withTestDatabase } from '../../test/unit/database'
-import { verifyPassword } from '../crypto/password'
-import { users } from '../db/schema'
-import { setUserPassword } from './user-passwords'
+import { drizzle } from 'drizzle-orm/pglite'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { verifyPassword } from '../../shared/crypto/password.ts'
+import type { Drizzle } from '../../shared/db/client.ts'
+import * as schema from '../../shared/db/schema.ts'
+import { users } from '../../shared/db/schema.ts'
+import { MIGRATIONS_FOLDER } from './migrate.ts'
+import { setUserPassword } from './user-passwords.ts'
+
+const client = new PGlite()
+// The same query builder over another driver: setUserPassword only builds and runs queries.
+const database = drizzle(client, { schema }) as unknown as Drizzle
+afterAll(() => client.close())
+
+beforeAll(async () => {
+  const files = readdirSync(MIGRATIONS_FOLDER)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+  for (const file of files) {
+    const sql = readFileSync(path.join(MIGRATIONS_FOLDER, file), 'utf8')
+    for (const statement of sql.split('--> statement-breakpoint')) {
+      if (statement.trim()) await client.exec(statement)
+    }
+  }
+}, 60_000)
+
+const withTestDatabase = <T>(work: (db: Drizzle) => Promise<T>): Promise<T> => work(database)
 
 async function newUser(): Promise<{ id: string; email: string }> {
   const email = `person-${crypto.randomUUID()}@example.test`

@@ -5,7 +5,7 @@
  * classified with a detail safe to show to clients (never a key, never an upstream body); and a
  * chain whose providers all failed answers 502 with the list.
  */
-import { AppError } from './errors'
+import { AppError } from '../../shared/http/errors'
 
 export type FetchFn = (input: string, init: RequestInit) => Promise<Response>
 

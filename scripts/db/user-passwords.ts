@@ -6,10 +6,10 @@
  * single factor, at most 1024 bytes; no composition rules (the same guideline advises against them).
  */
 import { sql } from 'drizzle-orm'
-import { hashPassword } from '../crypto/password'
-import type { Drizzle } from '../db/client'
-import { users } from '../db/schema'
-import { AppError } from '../http/errors'
+import { hashPassword } from '../../shared/crypto/password'
+import type { Drizzle } from '../../shared/db/client'
+import { users } from '../../shared/db/schema'
+import { AppError } from '../../shared/http/errors'
 
 export const MIN_PASSWORD_LENGTH = 15
 

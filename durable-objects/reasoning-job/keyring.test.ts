@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AppError } from '../http/errors'
+import { AppError } from '../../shared/http/errors'
 import { generateKeyringEntry, keyringFromSecret } from './keyring'
 
 const unavailable = (detail: string) =>

@@ -7,9 +7,9 @@
  * (base64url), a fresh 96-bit IV per encryption. The plaintext never leaves the reasoning worker
  * and its Durable Object: it is sent only to the provider, in its Authorization header.
  */
-import { base64urlDecode, base64urlEncode } from '../../crypto/encoding'
-import { generateKeyringEntry, type Keyring, keyringFromSecret } from '../../crypto/keyring'
-import { AppError } from '../../http/errors'
+import { base64urlDecode, base64urlEncode } from '../../../../shared/crypto/encoding'
+import { AppError } from '../../../../shared/http/errors'
+import { generateKeyringEntry, type Keyring, keyringFromSecret } from '../../keyring'
 
 export type CredentialKeyring = Keyring
 

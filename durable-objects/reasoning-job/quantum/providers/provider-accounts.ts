@@ -4,7 +4,7 @@
  * byopa_managed. Used by the queue consumer (to submit and poll) and by the ReasoningJob object
  * (to reconcile an unknown outcome), so both always reach the same account.
  */
-import { type DatabaseEnv, openDatabase } from '../../db/client'
+import { type DatabaseEnv, openDatabase } from '../../../../shared/db/client'
 import type { QpuAccountRef } from '../qpu-queue'
 import { openConnectionAccount } from './provider-connections.store'
 import type { ProviderAccount } from './qpu-provider'
