@@ -75,18 +75,25 @@ writeFileSync(path.join(dataDir, 'bench-key'), stack.credentials.liveKey)
 // A second live key of the same workspace carrying every per-key limit (a model list, a spend
 // limit and its own rates, none of them reached during a run): the limits' cost on the hot path is
 // this key's figures against the unlimited key's (docs/benchmarks.md, "Per-key limits").
-const limited = await fetch(`${stack.baseUrl}/platform/v1/api-keys`, {
-  method: 'POST',
-  headers: { authorization: `Bearer ${stack.credentials.liveKey}`, 'content-type': 'application/json' },
-  body: JSON.stringify({
-    name: 'bench limited',
-    mode: 'live',
-    allowed_models: ['svc-cell'],
-    spend_limit: { amount_usd: 1_000_000, period: 'total' },
-    rate_limit: { requests_per_minute: 100_000_000, tokens_per_minute: 100_000_000_000 },
-  }),
-})
-if (limited.status !== 201) throw new Error(`the limited key was refused: ${limited.status} ${await limited.text()}`)
+const createLimited = () =>
+  fetch(`${stack.baseUrl}/platform/v1/api-keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${stack.credentials.liveKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'bench limited',
+      mode: 'live',
+      allowed_models: ['svc-cell'],
+      spend_limit: { amount_usd: 1_000_000, period: 'total' },
+      rate_limit: { requests_per_minute: 100_000_000, tokens_per_minute: 2_000_000_000 },
+    }),
+  })
+let limited = await createLimited()
+for (let attempt = 1; limited.status === 503 && attempt < 10; attempt++) {
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  limited = await createLimited()
+}
+if (limited.status !== 201)
+  throw new Error(`the limited key was refused: ${limited.status} ${await limited.text()}`)
 writeFileSync(path.join(dataDir, 'bench-key-limited'), ((await limited.json()) as { key: string }).key)
 writeFileSync(path.join(dataDir, 'bench-tenant'), stack.credentials.tenantId)
 console.log(`bench stack ready on ${stack.baseUrl} (${runtime}, tenant ${stack.credentials.tenantId})`)

@@ -5,6 +5,9 @@ import { MODEL_ALIASES } from '../../../shared/catalog/model-aliases'
 import { API_KEY_MODES, MEMBER_ROLES } from '../../../shared/db/schema'
 import { SPEND_PERIODS } from '../../../shared/metering/spend-period'
 
+/** The largest value of a Postgres `integer` column. */
+const MAX_STORED_INT = 2_147_483_647
+
 /** Longest grace period a rotation may leave the old secret working: 30 days. */
 export const MAX_ROTATION_GRACE_SECONDS = 30 * 24 * 3600
 /** Furthest expiry a new key may have: about five years. */
@@ -52,8 +55,9 @@ export const SpendLimitSchema = z
 
 export const KeyRateLimitSchema = z
   .object({
-    requests_per_minute: z.number().int().min(1).optional(),
-    tokens_per_minute: z.number().int().min(1).optional(),
+    // Stored as Postgres integers: a larger number is a 400 here, not a failed insert.
+    requests_per_minute: z.number().int().min(1).max(MAX_STORED_INT).optional(),
+    tokens_per_minute: z.number().int().min(1).max(MAX_STORED_INT).optional(),
   })
   .strict()
   .openapi('ApiKeyRateLimit', {
