@@ -45,7 +45,6 @@ import { DurableObject } from 'cloudflare:workers'
 import { z } from 'zod'
 import { envReader, wholeNumberVar } from '../../shared/config/worker-env'
 import { DATABASE_VARS, type DatabaseEnv } from '../../shared/db/client'
-import { describeError } from '../../shared/db/errors'
 import {
   type AcquireInput,
   AcquireInputSchema,
@@ -70,14 +69,10 @@ import {
   type PlanCatalog,
   planCatalogFromEnv,
 } from '../../shared/plans/plan-catalog'
+import { describeError, log } from '../../shared/worker/log'
 import { billingPeriodAt } from './billing-period'
-import {
-  createKeyReservationsTable,
-  forgetKeyReservations,
-  loadKeySpend,
-  pruneKeyReservations,
-  recordKeyReservation,
-} from './key-spend-load'
+import { loadKeySpend, pruneKeyReservations, recordKeyReservation } from './key-spend-load'
+import { closeRequests, insertLedgerRows, prepareStorage, upsertCheckpoints } from './ledger-storage'
 import { readLeaseReturns, readLedgerRow, readSettleBatch } from './metering-check'
 import { FLUSH_BATCH_SIZE, type MeteringStore, postgresMeteringStore } from './metering-store'
 import {
@@ -104,7 +99,6 @@ export interface RateLimiterEnv extends DatabaseEnv {
  * 3: ledger rows carry `status` and `latency_ms` (the console's request log); null in older rows.
  * 4: `key_reservations` (created if missing: nothing to migrate).
  */
-const SCHEMA_VERSION = 4
 const KEEP_FLUSHED_MS = 10 * 60_000
 const RETRY_FLUSH_MS = 5_000
 /**
@@ -179,52 +173,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     this.refreshMs = settings.RATE_LIMIT_BALANCE_REFRESH_MS
     this.orphanAfterMs = settings.RATE_LIMIT_ORPHAN_AFTER_MS
     const sql = ctx.storage.sql
-    sql.exec(`create table if not exists meta (key text primary key, value text not null)`)
-    sql.exec(`create table if not exists ledger (
-      seq integer primary key autoincrement,
-      reservation_id text not null unique,
-      request_id text not null,
-      created_at integer not null,
-      principal text not null,
-      mode text not null,
-      endpoint text not null,
-      model text not null,
-      provider text not null,
-      prompt_tokens integer not null,
-      completion_tokens integer not null,
-      cached_tokens integer not null,
-      reasoning_tokens integer not null,
-      unit text not null default 'tokens',
-      quantity integer not null default 0,
-      credits_units integer not null,
-      estimated integer not null,
-      flushed integer not null default 0,
-      status integer,
-      latency_ms integer)`)
-    sql.exec(`create index if not exists ledger_pending on ledger (flushed, seq)`)
-    // The alarm deletes flushed rows older than ten minutes and a restart rebuilds the rate windows
-    // from the last minutes: both by time, so without this index each scans every row kept.
-    sql.exec(`create index if not exists ledger_created on ledger (created_at)`)
-    createKeyReservationsTable(sql)
-    sql.exec(`create table if not exists open_requests (
-      reservation_id text primary key,
-      settle_json text not null,
-      updated_at integer not null)`)
-    const version = sql
-      .exec<{ value: string }>(`select value from meta where key = 'schema_version'`)
-      .toArray()[0]
-    if (version && Number(version.value) < 2) {
-      // Version 1 metered tokens only: its rows are token rows, their quantity the tokens used.
-      sql.exec(`alter table ledger add column unit text not null default 'tokens'`)
-      sql.exec(`alter table ledger add column quantity integer not null default 0`)
-      sql.exec(`update ledger set quantity = prompt_tokens + completion_tokens`)
-    }
-    if (version && Number(version.value) < 3) {
-      // Rows stored before version 3 keep null: their status and latency were never measured.
-      sql.exec(`alter table ledger add column status integer`)
-      sql.exec(`alter table ledger add column latency_ms integer`)
-    }
-    sql.exec(`insert or replace into meta (key, value) values ('schema_version', ?)`, String(SCHEMA_VERSION))
+    prepareStorage(sql)
     const stored = sql.exec<{ value: string }>(`select value from meta where key = 'scope'`).toArray()[0]
     if (stored) this.scope = MetaSchema.parse(JSON.parse(stored.value))
   }
@@ -357,15 +306,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
         this.applyBalanceRow(row)
       }
     } catch (err) {
-      console.error(
-        JSON.stringify({
-          level: 'error',
-          event: 'ledger_flush_failed',
-          tenant_id: scope.tenantId,
-          mode: scope.mode,
-          detail: describeError(err),
-        }),
-      )
+      log('error', 'ledger_flush_failed', {
+        tenant_id: scope.tenantId,
+        mode: scope.mode,
+        detail: describeError(err),
+      })
       this.scheduleAlarm(this.clock() + RETRY_FLUSH_MS)
       return
     }
@@ -404,15 +349,11 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     )
     const ready = await this.ready(scope)
     this.writeLedger(this.applySettles(ready, inputs).entries, inputs)
-    console.error(
-      JSON.stringify({
-        level: 'warn',
-        event: 'orphaned_requests_settled',
-        tenant_id: scope.tenantId,
-        mode: scope.mode,
-        requests: inputs.length,
-      }),
-    )
+    log('warn', 'orphaned_requests_settled', {
+      tenant_id: scope.tenantId,
+      mode: scope.mode,
+      requests: inputs.length,
+    })
   }
 
   private catalog(): PlanCatalog {
@@ -465,7 +406,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
       const fallbackPlan = inputs[0] && getPlan(inputs[0].planId, this.catalog())
       if (!fallbackPlan)
         return { results: inputs.map(() => ({ recorded: false, creditsUnits: 0 })), entries: [] }
-      console.error(JSON.stringify({ level: 'warn', event: 'settled_without_balance', detail: ready }))
+      log('warn', 'settled_without_balance', { detail: ready })
       plan = fallbackPlan
       limiter = new TenantLimiter(inputs[0]!.mode, null, this.catalog())
     } else {
@@ -542,13 +483,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
 
   /** Keeps the latest report of each running request (one statement for the group). */
   private writeCheckpoints(checkpoints: ReadonlyMap<string, { json: string; at: number }>): void {
-    if (checkpoints.size === 0) return
-    this.ctx.storage.sql.exec(
-      `insert into open_requests (reservation_id, settle_json, updated_at)
-       select value ->> 0, value ->> 1, value ->> 2 from json_each(?) where true
-       on conflict (reservation_id) do update set settle_json = excluded.settle_json, updated_at = excluded.updated_at`,
-      JSON.stringify([...checkpoints].map(([id, { json, at }]) => [id, json, at])),
-    )
+    upsertCheckpoints(this.ctx.storage.sql, checkpoints)
   }
 
   /**
@@ -560,45 +495,13 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
   private writeLedger(entries: readonly LedgerEntry[], inputs: readonly SettleInput[]): void {
     const sql = this.ctx.storage.sql
     try {
-      if (entries.length > 0) {
-        const rows = entries.map((e) => [
-          e.reservationId,
-          e.requestId,
-          e.createdAt,
-          e.principal,
-          e.mode,
-          e.endpoint,
-          e.model,
-          e.provider,
-          e.promptTokens,
-          e.completionTokens,
-          e.cachedTokens,
-          e.reasoningTokens,
-          e.creditsUnits,
-          e.estimated ? 1 : 0,
-          e.unit,
-          e.quantity,
-          e.status,
-          e.latencyMs,
-        ])
-        sql.exec(
-          `insert or ignore into ledger (reservation_id, request_id, created_at, principal, mode, endpoint, model,
-            provider, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, credits_units, estimated,
-            unit, quantity, status, latency_ms)
-           select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
-             value ->> 7, value ->> 8, value ->> 9, value ->> 10, value ->> 11, value ->> 12, value ->> 13,
-             value ->> 14, value ->> 15, value ->> 16, value ->> 17
-           from json_each(?)`,
-          JSON.stringify(rows),
-        )
-      }
-      const settled = JSON.stringify(inputs.map((i) => i.reservationId))
-      sql.exec(`delete from open_requests where reservation_id in (select value from json_each(?))`, settled)
-      forgetKeyReservations(sql, settled)
-    } catch (err) {
-      console.error(
-        JSON.stringify({ level: 'error', event: 'ledger_write_failed', detail: describeError(err) }),
+      insertLedgerRows(sql, entries)
+      closeRequests(
+        sql,
+        inputs.map((input) => input.reservationId),
       )
+    } catch (err) {
+      log('error', 'ledger_write_failed', { detail: describeError(err) })
       this.ctx.abort('the ledger could not be written')
       throw err
     }
@@ -769,7 +672,7 @@ export class RateLimiter extends DurableObject<RateLimiterEnv> implements RateLi
     this.alarmAt = at
     this.ctx.storage.setAlarm(at).catch((err: unknown) => {
       this.alarmAt = null
-      console.error(JSON.stringify({ level: 'error', event: 'set_alarm_failed', detail: String(err) }))
+      log('error', 'set_alarm_failed', { detail: describeError(err) })
     })
   }
 }

@@ -104,6 +104,3 @@ export function databaseFailure(
     retry,
   )
 }
-
-/** Kept here for the RateLimiter's imports; the definition lives with the logger. */
-export { describeError } from '../worker/log'

@@ -350,13 +350,17 @@ function afterAdminChange(cache: GatewayCache, params: Record<string, string>, i
   const id = param ? (params[param] ?? '') : ''
   switch (cache) {
     case 'crypto_policy':
-      return invalidateTenantPolicy(identity.tenantId)
+      invalidateTenantPolicy(identity.tenantId)
+      break
     case 'service_account':
-      return invalidatePrincipal(identity.tenantId, serviceAccountSubject(id))
+      invalidatePrincipal(identity.tenantId, serviceAccountSubject(id))
+      break
     case 'api_key':
-      return invalidateApiKey(id)
+      invalidateApiKey(id)
+      break
     case 'observability_token':
-      return invalidateObservabilityToken(id)
+      invalidateObservabilityToken(id)
+      break
   }
 }
 
