@@ -1,8 +1,9 @@
 /**
  * What the metering client does for a key with limits of its own (docs/plans.md, "Per-key
- * limits"): the model list is checked before anything is sent; every other request goes to the
- * object with the limits, never admitted from a lease — not even one another credential of the
- * tenant holds in this isolate.
+ * limits"): the model list is checked before anything is sent; every other request of a key with
+ * a spend limit or rates of its own goes to the object with the limits, never admitted from a
+ * lease — not even one another credential of the tenant holds in this isolate. A key limited only
+ * to a model list is admitted like any other.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { namespaceOf, RecordingLimiter, SNAPSHOT } from '../../test/unit/recording-limiter'
@@ -78,6 +79,30 @@ describe('metering client: a key with limits', () => {
         requestsPerMinute: 30,
       })
     }
+  })
+
+  it('a key limited only to a model list is admitted from leases like any other, with nothing for the object to count', async () => {
+    const limiter = new LeasingLimiter()
+    const modelsOnly = openMeter(
+      namespaceOf(limiter),
+      identity({
+        allowedModels: ['svc-cell'],
+        spendLimit: null,
+        requestsPerMinute: null,
+        tokensPerMinute: null,
+      }),
+      'chat.completions',
+    )
+    for (let i = 0; i < 4; i++) await modelsOnly.acquire(request(i), PLAN_CATALOG)
+    expect(limiter.acquireCalls).toHaveLength(1)
+    expect(limiter.acquireCalls[0]!.lease).toBeDefined()
+    expect(limiter.acquireCalls[0]!.key).toBeUndefined()
+    // The list still holds, before anything is sent.
+    await expect(modelsOnly.acquire(request(9, 'svc-brood'), PLAN_CATALOG)).rejects.toMatchObject({
+      status: 403,
+      code: 'model_access_required',
+    })
+    expect(limiter.acquireCalls).toHaveLength(1)
   })
 
   it('a model outside allowed_models is refused before anything is sent', async () => {

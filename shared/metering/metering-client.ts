@@ -302,8 +302,13 @@ export function openMeter(
   const principal = principalId(identity)
   const limits = identity.principal.kind === 'api_key' ? identity.principal.limits : undefined
   const keyId = identity.principal.kind === 'api_key' ? identity.principal.keyId : ''
-  // A key with limits is admitted at the object every time (no leases), its limits with the call.
-  const keyInput = limits && {
+  // A key with a spend limit or rates of its own is admitted at the object every time (no leases),
+  // its limits with the call: a lease is counted against the tenant, not the key. A key limited only
+  // to a model list is checked here and admitted as any other (leases included).
+  const counted =
+    limits &&
+    (limits.spendLimit !== null || limits.requestsPerMinute !== null || limits.tokensPerMinute !== null)
+  const keyInput = counted && {
     keyId,
     ...(limits.spendLimit
       ? { spendLimitUnits: limits.spendLimit.amountUnits, period: limits.spendLimit.period }
@@ -311,7 +316,7 @@ export function openMeter(
     ...(limits.requestsPerMinute === null ? {} : { requestsPerMinute: limits.requestsPerMinute }),
     ...(limits.tokensPerMinute === null ? {} : { tokensPerMinute: limits.tokensPerMinute }),
   }
-  const leases = options.leases !== false && !limits
+  const leases = options.leases !== false && !counted
   /** `ended`: the request's status and latency; a checkpoint (the request still runs) has neither. */
   const settleInput = (grant: MeterGrant, usage: CheckpointUsage, ended: MeterUsage | null): SettleInput => ({
     ...scope,
@@ -356,7 +361,7 @@ export function openMeter(
       // While another request of this isolate fetches a lease, wait for it and admit from it
       // rather than asking the object too (a few rounds at most; then go to the object).
       for (let round = 0; ; round++) {
-        // Never for a key with limits: a lease another key's request obtained knows nothing of them.
+        // Never for a key with counted limits: a lease another key's request obtained knows nothing of them.
         const local = leases ? admitLocally(name, key, request) : null
         if (local) return { ...local, admittedAt }
         const inFlight = leases ? askingLease.get(key) : undefined
