@@ -27,18 +27,15 @@ export type Scope = keyof typeof SCOPES
 export const SCOPE_NAMES = Object.keys(SCOPES) as [Scope, ...Scope[]]
 
 /**
- * Routes any scope opens, the route itself deciding what a credential scoped away from the
- * platform API sees: a key's usage statement (a key scoped to chat reads its own bill, nothing more).
+ * The scopes any one of which lets a scoped credential call `route` (empty: no scope needed), from
+ * its declaration: its family and method, and `scope` where the route says more (a POST that only
+ * reads, a route any scope opens). Nothing here matches paths.
  */
-const ANY_SCOPE_ROUTES = new Set(['/platform/v1/api-keys/:keyId/usage-statement'])
-
-/** POSTs that only read (a retrieval or a search carries its query in a body). */
-const READING_POSTS = new Set(['/svc/documents/retrieve', '/svc/memories/search'])
-
-/** The scopes any one of which lets a scoped credential call `route` (empty: no scope needed). */
-export function scopesFor(route: Pick<RouteSpec, 'family' | 'method' | 'path'>): readonly Scope[] {
-  if (ANY_SCOPE_ROUTES.has(route.path)) return SCOPE_NAMES
-  const reads = route.method === 'GET' || READING_POSTS.has(route.path)
+export function scopesFor(
+  route: Pick<RouteSpec, 'family' | 'method' | 'scope' | 'credentials'>,
+): readonly Scope[] {
+  if (route.scope === 'any') return SCOPE_NAMES
+  const reads = route.method === 'GET' || route.scope === 'read'
   switch (route.family) {
     case 'chat':
       return ['chat:write']
@@ -53,7 +50,7 @@ export function scopesFor(route: Pick<RouteSpec, 'family' | 'method' | 'path'>):
     case 'telemetry':
       // OTLP ingestion; the family's /platform/v1 routes (results, status, observability tokens)
       // are workspace administration like the platform family's.
-      if (route.path.startsWith('/otlp/')) return ['telemetry:write']
+      if (route.credentials === 'ingestion') return ['telemetry:write']
       return reads ? ['platform:read', 'platform:write'] : ['platform:write']
     case 'platform':
       return reads ? ['platform:read', 'platform:write'] : ['platform:write']

@@ -96,6 +96,12 @@ export interface RouteSpec {
    * parameter of GATEWAY_CACHE_PARAM (a policy by the caller's tenant).
    */
   invalidates?: GatewayCache
+  /**
+   * How a scoped credential reaches it, when not by its family and method alone
+   * (shared/auth/scopes.ts): `read`, a POST that only reads (its query is in the body); `any`,
+   * opened by every scope, the route itself deciding what the credential sees.
+   */
+  scope?: 'read' | 'any'
 }
 
 /** The gateway's per-isolate caches that admin routes change. */
@@ -189,6 +195,8 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'knowledge',
     access: 'credential',
     body: json(BODY_LIMITS.small),
+
+    scope: 'read',
   },
   // Extensions beyond the spec (documented in docs/retrieval.md): a document's chunks, and deletion.
   { method: 'GET', path: '/svc/documents/:id', family: 'knowledge', access: 'credential' },
@@ -207,6 +215,8 @@ export const ROUTES: readonly RouteSpec[] = [
     family: 'knowledge',
     access: 'credential',
     body: json(BODY_LIMITS.small),
+
+    scope: 'read',
   },
 
   { method: 'GET', path: '/svc/quantum-reasoning/jobs', family: 'reasoning', access: 'credential' },
@@ -462,13 +472,14 @@ export const ROUTES: readonly RouteSpec[] = [
     access: 'credential',
     invalidates: 'api_key',
   },
-  // A key's signed usage statement (functions/platform/src/usage-statement.ts); no scope needed:
+  // A key's signed usage statement (functions/platform/src/usage-statement.ts); any scope opens it:
   // a key scoped away from the platform API still reads its own (shared/auth/scopes.ts).
   {
     method: 'GET',
     path: '/platform/v1/api-keys/:keyId/usage-statement',
     family: 'platform',
     access: 'credential',
+    scope: 'any',
   },
   // Workspace, plans, billing and usage (functions/platform/src/workspace.ts, usage.ts).
   { method: 'GET', path: '/platform/v1/workspace', family: 'platform', access: 'credential' },
