@@ -63,6 +63,7 @@ import {
 import type { BillingPlan, PlanCatalog } from '../../shared/plans/plan-catalog'
 import type { UpgradeDecision } from '../../shared/plans/upgrade-decision'
 import { billingPeriodAt } from './billing-period'
+import { failedAfterAdmission } from './failed-request-row'
 import { type KeyAccount, KeyAccounts, keyIdOfPrincipal } from './key-account'
 import { SlidingWindow, type WindowEvent } from './sliding-window'
 
@@ -679,41 +680,6 @@ export class TenantLimiter {
     balance.resourceUse.clear()
     balance.overageUnits = 0
     balance.creditsUnits = Math.max(balance.creditsUnits, plan.includedCreditsCents * CREDIT_UNITS_PER_CENT)
-  }
-}
-
-/**
- * The request log's row for an admitted request that failed before producing anything (a provider
- * 5xx, a tool's error, a turn that failed or was cancelled before any token): the status its
- * client got, its latency, and nothing used or charged, so balances, allowances and the usage
- * charts' token and credit sums are as without it. A release without a failure status (a
- * duplicate admission given back, a job whose failure its own resource shows) records nothing.
- */
-function failedAfterAdmission(
-  request: SettleRequest,
-  mode: MeteringMode,
-  createdAt: number,
-): LedgerEntry | null {
-  if (request.status === null || request.status === undefined || request.status < 400) return null
-  return {
-    reservationId: request.reservationId,
-    requestId: request.requestId,
-    createdAt,
-    principal: request.principal,
-    mode,
-    endpoint: request.endpoint,
-    model: request.model,
-    provider: request.provider,
-    promptTokens: 0,
-    completionTokens: 0,
-    cachedTokens: 0,
-    reasoningTokens: 0,
-    unit: unitOf(request.model),
-    quantity: 0,
-    creditsUnits: 0,
-    estimated: false,
-    status: request.status,
-    latencyMs: request.latencyMs ?? null,
   }
 }
 
