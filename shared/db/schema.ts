@@ -1,14 +1,13 @@
 /**
- * The relational system of record (Postgres: Neon in production, PGlite or a local
- * PostgreSQL server in development and tests). Every tenant-owned table carries
- * `tenant_id` and every query on it filters by the authenticated tenant.
+ * The relational system of record (Postgres: Neon in production, PGlite or a local PostgreSQL
+ * server in development and tests). Every tenant-owned table carries `tenant_id` and every query
+ * on it filters by the authenticated tenant. Shared column helpers: columns.ts.
  */
-import { type AnyColumn, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import {
   bigint,
   boolean,
   check,
-  customType,
   index,
   integer,
   jsonb,
@@ -22,24 +21,9 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core'
 import { SPEND_PERIODS } from '../metering/spend-period'
+import { API_KEY_MODES, createdAt, MEMBER_ROLES, modeCheck, modeColumn, tsvector } from './columns'
 
-export const MEMBER_ROLES = ['owner', 'admin', 'member'] as const
-export type MemberRole = (typeof MEMBER_ROLES)[number]
-
-export const API_KEY_MODES = ['live', 'test'] as const
-export type ApiKeyMode = (typeof API_KEY_MODES)[number]
-
-const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow()
-
-/**
- * The mode of a resource a credential created (README, "Test and live"): test and live are
- * separate worlds of a tenant, and every query of such a table filters by tenant and mode.
- * Rows from before modes were separate were given one by migration 0013 (the creating key's
- * mode where it is known, else live).
- */
-const modeColumn = () => text('mode', { enum: API_KEY_MODES }).notNull()
-const modeCheck = (table: string, mode: AnyColumn) =>
-  check(`${table}_mode_check`, sql`${mode} in ('test', 'live')`)
+export { API_KEY_MODES, type ApiKeyMode, MEMBER_ROLES, type MemberRole } from './columns'
 
 /** Reference data: the plan catalog's ids and display names (limits live in versioned config). */
 export const plans = pgTable('plans', {
@@ -134,9 +118,6 @@ export const apiKeys = pgTable(
     ),
   ],
 )
-
-/** Postgres `tsvector`, written only by the database (a generated column). */
-const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' })
 
 /** Free-form feedback bodies (spec: any JSON object). */
 export const feedback = pgTable(
