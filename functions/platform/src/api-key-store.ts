@@ -183,12 +183,7 @@ export async function updateApiKeyLimits(
   input: KeyLimitsInput,
   plan: BillingPlan,
 ): Promise<ApiKeyView> {
-  const [existing] = await db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
-  if (!existing) throw apiKeyNotFound(id)
-  if (RANK[existing.role] > RANK[identity.role]) throw outranked(identity, existing.role, 'change')
+  const existing = await keyToChange(db, identity, id, 'change')
   const columns = limitColumns(input, plan)
   if (Object.keys(columns).length === 0) return renderApiKey(existing)
   const [row] = await db
@@ -222,6 +217,23 @@ export function apiKeyNotFound(id: string): AppError {
     `No API key ${id} in this workspace. List them with GET /platform/v1/api-keys.`,
     { param: 'keyId' },
   )
+}
+
+/** The tenant's key `id` (404 for another tenant's or none). */
+async function tenantKey(db: Drizzle, identity: Identity, id: string): Promise<ApiKeyRow> {
+  const [row] = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
+  if (!row) throw apiKeyNotFound(id)
+  return row
+}
+
+/** The tenant's key `id`, which the caller's role must reach to `action` it (403 otherwise). */
+async function keyToChange(db: Drizzle, identity: Identity, id: string, action: string): Promise<ApiKeyRow> {
+  const row = await tenantKey(db, identity, id)
+  if (RANK[row.role] > RANK[identity.role]) throw outranked(identity, row.role, action)
+  return row
 }
 
 function outranked(identity: Identity, role: MemberRole, action: string): AppError {
@@ -302,11 +314,7 @@ export async function createApiKey(
  * (same scopes, role and mode) within the caller's ceiling.
  */
 async function rotatableKey(db: Drizzle, identity: Identity, id: string, now: Date): Promise<ApiKeyRow> {
-  const [row] = await db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
-  if (!row) throw apiKeyNotFound(id)
+  const row = await tenantKey(db, identity, id)
   assertWithinCeiling(identity, row, `the successor of API key ${id}`)
   if (row.revokedAt) {
     throw new AppError(
@@ -394,12 +402,7 @@ export async function revokeApiKey(
   id: string,
   now = new Date(),
 ): Promise<ApiKeyView> {
-  const [existing] = await db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.id, id), eq(apiKeys.tenantId, identity.tenantId)))
-  if (!existing) throw apiKeyNotFound(id)
-  if (RANK[existing.role] > RANK[identity.role]) throw outranked(identity, existing.role, 'revoke')
+  const existing = await keyToChange(db, identity, id, 'revoke')
   if (existing.revokedAt) {
     throw new AppError(
       409,
